@@ -1,0 +1,50 @@
+//! The caller's deadline, carried task-locally through everything a future
+//! awaits, nested guarded calls included.
+
+use std::future::Future;
+
+use tokio::time::{Duration, Instant};
+
+tokio::task_local! {
+    static DEADLINE: Instant;
+}
+
+/// Runs `future` with `deadline` as the caller's deadline. Guarded calls
+/// inside it refuse to start (reason `deadline`) when the time left is
+/// shorter than their expected service time. A deadline nested inside
+/// another can only tighten it: the earlier of the two applies.
+///
+/// ```
+/// use std::time::Duration;
+/// use tokio::time::Instant;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let soon = Instant::now() + Duration::from_millis(200);
+/// shed_runtime::with_deadline(soon, async {
+///     assert_eq!(shed_runtime::deadline(), Some(soon));
+///     let later = soon + Duration::from_secs(1);
+///     shed_runtime::with_deadline(later, async {
+///         assert_eq!(shed_runtime::deadline(), Some(soon), "inner deadlines only tighten");
+///     })
+///     .await;
+/// })
+/// .await;
+/// # }
+/// ```
+pub fn with_deadline<F: Future>(deadline: Instant, future: F) -> impl Future<Output = F::Output> {
+    let effective = match self::deadline() {
+        Some(outer) if outer < deadline => outer,
+        _ => deadline,
+    };
+    DEADLINE.scope(effective, future)
+}
+
+/// Runs `future` with a deadline `timeout` from now (see [`with_deadline`]).
+pub fn with_timeout<F: Future>(timeout: Duration, future: F) -> impl Future<Output = F::Output> {
+    with_deadline(Instant::now() + timeout, future)
+}
+
+/// The current task's deadline, if the caller set one.
+pub fn deadline() -> Option<Instant> {
+    DEADLINE.try_with(|d| *d).ok()
+}

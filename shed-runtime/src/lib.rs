@@ -1,0 +1,37 @@
+//! The runtime of [`shed`](https://docs.rs/shed): the admission limiter,
+//! priority classes, deadlines, the policy table and configuration.
+//!
+//! Applications depend on the `shed` crate, which re-exports this one and
+//! adds the `#[shed]` attribute.
+#![warn(missing_docs)]
+
+mod class;
+mod config;
+mod deadline;
+mod limiter;
+pub mod metrics;
+mod mode;
+mod policy;
+mod rejected;
+mod sync;
+
+pub use class::ClassSpec;
+pub use config::{
+    Config, ConfigErrors, Problem, UnknownClass, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES,
+    ENV_MODE,
+};
+pub use deadline::{deadline, with_deadline, with_timeout};
+pub use limiter::{Admission, Limiter, Permit};
+pub use metrics::{ClassStats, LimiterStats};
+pub use mode::{Mode, UnknownMode};
+pub use policy::{policies, Policy, PolicyTable};
+pub use rejected::{FromRejected, Reason, Rejected};
+
+/// Not public API: used by code that `#[shed]` generates.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::limiter::admit;
+    pub use crate::policy::{Policy, Registration};
+    pub use core::time::Duration;
+    pub use inventory;
+}

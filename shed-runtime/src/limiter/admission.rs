@@ -1,0 +1,154 @@
+//! The future a guarded call awaits for its slots.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::time::{Instant, Sleep};
+
+use super::queue::{Status, Waiter};
+use super::{Held, Permit};
+use crate::policy::PolicyStats;
+use crate::rejected::Rejected;
+use crate::sync::Arc;
+
+/// The admission of one call: resolves to a [`Permit`] (the call may run)
+/// or a [`Rejected`] (it must not).
+///
+/// Most admissions are decided before the first poll and cost nothing more.
+/// A call that must wait holds a place in the bounded queue; dropping this
+/// future at any point gives the place, and any slots granted to it, back.
+#[must_use = "an admission does nothing unless awaited"]
+pub struct Admission {
+    state: State,
+}
+
+enum State {
+    Ready(Option<Result<Permit, Rejected>>),
+    Waiting(Box<Wait>),
+}
+
+struct Wait {
+    held: Held,
+    waiter: Arc<Waiter>,
+    timer: Pin<Box<Sleep>>,
+    name: &'static str,
+    expected: Duration,
+    stats: Option<&'static PolicyStats>,
+    /// Set once the waiter's outcome was handed out, so drop does nothing.
+    done: bool,
+}
+
+impl Admission {
+    pub(crate) fn ready(result: Result<Permit, Rejected>) -> Self {
+        Self {
+            state: State::Ready(Some(result)),
+        }
+    }
+
+    pub(crate) fn waiting(
+        held: Held,
+        waiter: Arc<Waiter>,
+        name: &'static str,
+        expected: Duration,
+        stats: Option<&'static PolicyStats>,
+    ) -> Self {
+        let gives_up = waiter.gives_up.map_or_else(far_future, |(at, _)| at);
+        Self {
+            state: State::Waiting(Box::new(Wait {
+                held,
+                waiter,
+                timer: Box::pin(tokio::time::sleep_until(gives_up)),
+                name,
+                expected,
+                stats,
+                done: false,
+            })),
+        }
+    }
+
+    /// A waiter whose fate was decided while it was being queued.
+    pub(crate) fn settled(
+        held: Held,
+        waiter: Arc<Waiter>,
+        status: Status,
+        name: &'static str,
+        expected: Duration,
+        stats: Option<&'static PolicyStats>,
+    ) -> Self {
+        Self::ready(outcome(&held, &waiter, status, name, expected, stats))
+    }
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}
+
+impl Wait {
+    fn outcome(&mut self, status: Status) -> Result<Permit, Rejected> {
+        self.done = true;
+        outcome(&self.held, &self.waiter, status, self.name, self.expected, self.stats)
+    }
+}
+
+/// Turns a waiter's final status into the call's result.
+fn outcome(
+    held: &Held,
+    waiter: &Waiter,
+    status: Status,
+    name: &'static str,
+    expected: Duration,
+    stats: Option<&'static PolicyStats>,
+) -> Result<Permit, Rejected> {
+    let class = waiter.class;
+    match status {
+        Status::Granted => {
+            let now = Instant::now();
+            let counters = &held.core.classes[class].counters;
+            counters.count_admitted();
+            counters.record_queue_wait(now.saturating_duration_since(waiter.arrived));
+            Ok(Permit::new(held.clone(), class, waiter.weight, Some(now), stats))
+        }
+        Status::Refused(reason) => Err(held.rejected(class, reason, name, expected)),
+        Status::Pending => unreachable!("a settled waiter is never pending"),
+    }
+}
+
+impl Future for Admission {
+    type Output = Result<Permit, Rejected>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        match &mut this.state {
+            State::Ready(result) => Poll::Ready(result.take().expect("admission polled after completion")),
+            State::Waiting(wait) => {
+                assert!(!wait.done, "admission polled after completion");
+                let status = match wait.waiter.status() {
+                    Status::Pending => {
+                        wait.waiter.register(cx.waker());
+                        wait.waiter.status()
+                    }
+                    settled => settled,
+                };
+                if status != Status::Pending {
+                    return Poll::Ready(wait.outcome(status));
+                }
+                if wait.timer.as_mut().poll(cx).is_ready() {
+                    let (_, reason) = wait.waiter.gives_up.expect("a timer implies a budget");
+                    let status = wait.held.core.expire(&wait.waiter, reason);
+                    return Poll::Ready(wait.outcome(status));
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl Drop for Wait {
+    fn drop(&mut self) {
+        if !self.done {
+            self.held.core.abandon(&self.waiter);
+        }
+    }
+}

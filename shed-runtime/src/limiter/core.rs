@@ -1,0 +1,255 @@
+//! The admission state machine, free of futures and clocks' side effects so
+//! that `loom` can check every interleaving of acquire, release and cancel.
+//!
+//! Invariants (checked by the property and loom tests):
+//! - the in-flight weight never exceeds the capacity, and a class's never
+//!   exceeds its share, except transiently after the capacity is lowered;
+//! - a waiter is granted, refused or removed exactly once, always under the
+//!   queue lock, and every grant is matched by exactly one release;
+//! - the `waiters` flag of the admission word is set whenever the queue is
+//!   not empty, so the lock-free fast path never overtakes a waiter and a
+//!   release always notices that somebody must be woken.
+
+use tokio::time::Instant;
+
+use super::queue::{Status, WaitQueue, Waiter};
+use super::state::{AdmissionWord, Snapshot};
+use crate::class::ClassState;
+use crate::rejected::Reason;
+use crate::sync::{lock, Arc, Mutex, MutexGuard, Ordering};
+
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) word: AdmissionWord,
+    pub(crate) classes: Box<[ClassState]>,
+    queue: Mutex<WaitQueue>,
+    /// The most weight that may wait at once.
+    pub(crate) queue_bound: u64,
+}
+
+enum Grant {
+    Granted,
+    /// The class is at its share; later classes may still be served.
+    NoClassRoom,
+    /// The limiter is full; nobody behind this waiter may overtake it.
+    NoGlobalRoom,
+}
+
+/// Reads the clock at most once, and only if a waiter has a time budget.
+struct LazyNow(Option<Instant>);
+
+impl LazyNow {
+    fn get(&mut self) -> Instant {
+        *self.0.get_or_insert_with(Instant::now)
+    }
+}
+
+impl Core {
+    pub(crate) fn new(capacity: u64, classes: Vec<ClassState>, queue_bound: u64) -> Self {
+        let mut by_rank: Vec<usize> = (0..classes.len()).collect();
+        by_rank.sort_by_key(|&c| classes[c].spec.rank());
+        Self {
+            word: AdmissionWord::new(capacity),
+            classes: classes.into_boxed_slice(),
+            queue: Mutex::new(WaitQueue::new(by_rank)),
+            queue_bound,
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        self.word.load()
+    }
+
+    pub(crate) fn queued(&self) -> (usize, u64) {
+        let queue = lock(&self.queue);
+        (queue.len(), queue.queued_weight())
+    }
+
+    /// The lock-free fast path: admits at once if nobody waits and both the
+    /// class's share and the capacity have room. Never blocks, never
+    /// allocates, never reads the clock.
+    #[inline]
+    pub(crate) fn try_acquire(&self, class: usize, weight: u64) -> bool {
+        let s = self.word.load();
+        if s.waiters || s.in_flight + weight > s.capacity {
+            return false;
+        }
+        let class = &self.classes[class];
+        if !class.try_take(weight, s.capacity) {
+            return false;
+        }
+        if self.word.try_take_uncontended(weight) {
+            return true;
+        }
+        // Lost a race for the last slots or against a new waiter. Undo the
+        // class's share; the caller's slow path dispatches under the lock,
+        // so a waiter held back by this transient share is served there.
+        class.give_back(weight);
+        false
+    }
+
+    /// Admits regardless of capacity and shares (observe mode).
+    pub(crate) fn acquire_unchecked(&self, class: usize, weight: u64) {
+        self.classes[class]
+            .in_flight
+            .fetch_add(weight, Ordering::SeqCst);
+        self.word.take_unchecked(weight);
+    }
+
+    /// The slow path: queues `waiter` and serves whoever can be served now,
+    /// the new waiter included. Returns the waiter's status afterwards:
+    /// `Pending` means it waits (and will be woken).
+    pub(crate) fn enqueue(&self, waiter: &Arc<Waiter>) -> Status {
+        let mut queue = lock(&self.queue);
+        queue.push(Arc::clone(waiter));
+        self.word.set_waiters(true);
+        self.dispatch(&mut queue);
+        if waiter.status() != Status::Pending {
+            return waiter.status();
+        }
+        let rank = self.classes[waiter.class].spec.rank();
+        let mut removed_self = false;
+        while queue.queued_weight() > self.queue_bound {
+            let rank_of = |c: usize| self.classes[c].spec.rank();
+            match queue.evict_below(rank_of, rank) {
+                Some(victim) => self.refuse(&victim, Reason::QueueFull),
+                None => {
+                    queue.remove(waiter);
+                    self.refuse(waiter, Reason::QueueFull);
+                    removed_self = true;
+                    break;
+                }
+            }
+        }
+        if removed_self {
+            // The refused arrival may have been the head that blocked others.
+            self.dispatch(&mut queue);
+        }
+        self.settle_flag(&queue);
+        waiter.status()
+    }
+
+    /// Gives `weight` back and wakes whoever it lets in.
+    #[inline]
+    pub(crate) fn release(&self, class: usize, weight: u64) {
+        self.classes[class].give_back(weight);
+        if self.word.give_back(weight) {
+            let mut queue = lock(&self.queue);
+            self.dispatch(&mut queue);
+        }
+    }
+
+    /// The waiter's time ran out (`reason`): refuses it unless it was
+    /// granted meanwhile. Returns its final status.
+    pub(crate) fn expire(&self, waiter: &Arc<Waiter>, reason: Reason) -> Status {
+        let mut queue = lock(&self.queue);
+        if waiter.status() == Status::Pending {
+            queue.remove(waiter);
+            self.refuse(waiter, reason);
+            self.dispatch(&mut queue);
+        }
+        waiter.status()
+    }
+
+    /// The waiting future was dropped: forgets the waiter, and gives back
+    /// the slots if they were granted but never taken up.
+    pub(crate) fn abandon(&self, waiter: &Arc<Waiter>) {
+        let mut queue = lock(&self.queue);
+        match waiter.status() {
+            Status::Pending => {
+                queue.remove(waiter);
+            }
+            Status::Granted => {
+                self.classes[waiter.class].give_back(waiter.weight);
+                self.word.give_back(waiter.weight);
+            }
+            Status::Refused(_) => return,
+        }
+        self.dispatch(&mut queue);
+    }
+
+    /// Serves waiters while slots allow: first classes below their reserved
+    /// floor, then every class by rank, each in arrival order. A class at
+    /// its share is skipped; a waiter that does not fit in the limiter
+    /// stops the round, so light calls cannot starve a heavy one.
+    fn dispatch(&self, queue: &mut MutexGuard<'_, WaitQueue>) {
+        let mut now = LazyNow(None);
+        let ranks = queue.by_rank.len();
+        for floors_only in [true, false] {
+            for position in 0..ranks {
+                let c = queue.by_rank[position];
+                let class = &self.classes[c];
+                let floor = u64::from(class.spec.floor_slots());
+                if floors_only && floor == 0 {
+                    continue;
+                }
+                while let Some(head) = queue.head(c) {
+                    if head.gives_up.is_some() {
+                        if let Some(reason) = head.expired_at(now.get()) {
+                            let head = queue.pop_head(c).expect("head exists");
+                            self.refuse(&head, reason);
+                            continue;
+                        }
+                    }
+                    if floors_only && class.in_flight.load(Ordering::SeqCst) >= floor {
+                        break;
+                    }
+                    match self.try_grant(head) {
+                        Grant::Granted => {
+                            let head = queue.pop_head(c).expect("head exists");
+                            head.grant();
+                        }
+                        Grant::NoClassRoom => break,
+                        Grant::NoGlobalRoom => {
+                            self.settle_flag(queue);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+        self.settle_flag(queue);
+    }
+
+    fn try_grant(&self, waiter: &Waiter) -> Grant {
+        let capacity = self.word.load().capacity;
+        let class = &self.classes[waiter.class];
+        if !class.try_take(waiter.weight, capacity) {
+            return Grant::NoClassRoom;
+        }
+        if self.word.try_take_queued(waiter.weight) {
+            Grant::Granted
+        } else {
+            class.give_back(waiter.weight);
+            Grant::NoGlobalRoom
+        }
+    }
+
+    fn refuse(&self, waiter: &Waiter, reason: Reason) {
+        self.classes[waiter.class].counters.count_refusal(reason);
+        waiter.refuse(reason);
+    }
+
+    fn settle_flag(&self, queue: &WaitQueue) {
+        if queue.is_empty() {
+            self.word.set_waiters(false);
+        }
+    }
+
+    /// Changes the capacity and serves waiters the new room lets in.
+    pub(crate) fn set_capacity(&self, capacity: u64) {
+        if self.word.set_capacity(capacity).waiters {
+            let mut queue = lock(&self.queue);
+            self.dispatch(&mut queue);
+        }
+    }
+
+    /// Refuses every waiter of `class` (the class was switched off).
+    pub(crate) fn refuse_class(&self, class: usize, reason: Reason) {
+        let mut queue = lock(&self.queue);
+        while let Some(waiter) = queue.pop_head(class) {
+            self.refuse(&waiter, reason);
+        }
+        self.dispatch(&mut queue);
+    }
+}

@@ -1,0 +1,413 @@
+//! The admission limiter: weighted slots shared by priority classes, a
+//! lock-free fast path, and a bounded wait queue for calls that must wait.
+
+mod admission;
+pub(crate) mod core;
+mod permit;
+pub(crate) mod queue;
+pub(crate) mod state;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+use std::cell::Cell;
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+pub use admission::Admission;
+pub use permit::Permit;
+
+use self::core::Core;
+use self::queue::{Status, Waiter};
+use crate::class::ClassState;
+use crate::config::{Config, ConfigErrors};
+use crate::mode::Mode;
+use crate::policy::{Policy, PolicyStats};
+use crate::rejected::{Reason, Rejected};
+
+/// A limiter of weighted slots shared by priority classes.
+///
+/// Most programs use the process-wide limiter ([`Limiter::global`]), which
+/// every `#[shed]` fn goes through. A limiter is also an ordinary value: a
+/// test, a simulator or an integration can build its own and run a future
+/// with it as the *current* limiter ([`Limiter::scope`]), so concurrent
+/// tests never share state by accident.
+///
+/// Cloning is cheap and yields a handle to the same limiter.
+///
+/// ```
+/// use shed_runtime::{Limiter, Reason};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let limiter = Limiter::builder().capacity(2).build().unwrap();
+/// let a = limiter.acquire("critical", 1, "a").await.unwrap();
+/// let b = limiter.acquire("critical", 1, "b").await.unwrap();
+/// assert_eq!(limiter.in_flight(), 2);
+/// drop((a, b));
+/// assert_eq!(limiter.in_flight(), 0);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Limiter {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    id: u32,
+    pub(crate) core: Core,
+    mode: AtomicU8,
+    default_service: Duration,
+    sample_every: u32,
+}
+
+static GLOBAL: OnceLock<Limiter> = OnceLock::new();
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+tokio::task_local! {
+    static CURRENT: Limiter;
+}
+
+thread_local! {
+    static SAMPLE_TICK: Cell<u32> = const { Cell::new(0) };
+}
+
+impl std::fmt::Debug for Limiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.inner.core.snapshot();
+        f.debug_struct("Limiter")
+            .field("id", &self.inner.id)
+            .field("capacity", &s.capacity)
+            .field("in_flight", &s.in_flight)
+            .field("mode", &self.mode())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which limiter a call holds slots of: the process-wide one without a
+/// reference count, a scoped one with.
+#[derive(Clone)]
+pub(crate) enum Held {
+    Global(&'static Inner),
+    Scoped(Arc<Inner>),
+}
+
+impl std::ops::Deref for Held {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        match self {
+            Held::Global(inner) => inner,
+            Held::Scoped(inner) => inner,
+        }
+    }
+}
+
+impl Limiter {
+    /// A configuration for a new limiter, starting from the defaults and
+    /// ignoring the environment. See [`Config`].
+    pub fn builder() -> Config {
+        Config::new()
+    }
+
+    pub(crate) fn from_parts(
+        capacity: u64,
+        classes: Vec<ClassState>,
+        queue_bound: u64,
+        mode: Mode,
+        default_service: Duration,
+        sample_every: u32,
+    ) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                core: Core::new(capacity, classes, queue_bound),
+                mode: AtomicU8::new(mode.to_u8()),
+                default_service,
+                sample_every: sample_every.max(1),
+            }),
+        }
+    }
+
+    /// The process-wide limiter. Unless [`Config::install`] set it up
+    /// first, it is created on first use from the defaults and the
+    /// environment (`SHED_CLASSES`, `SHED_MODE`, `SHED_CAPACITY`); a
+    /// malformed variable is reported once and ignored.
+    pub fn global() -> &'static Limiter {
+        GLOBAL.get_or_init(|| Config::from_env().build_lenient())
+    }
+
+    pub(crate) fn install_global(limiter: Limiter) -> Result<&'static Limiter, ConfigErrors> {
+        let mut fresh = Some(limiter);
+        let installed = GLOBAL.get_or_init(|| fresh.take().expect("taken once"));
+        if fresh.is_some() {
+            return Err(ConfigErrors::already_installed());
+        }
+        Ok(installed)
+    }
+
+    /// The limiter guarded calls use here: the one set by the innermost
+    /// [`Limiter::scope`], else the process-wide one.
+    pub fn current() -> Limiter {
+        CURRENT
+            .try_with(Limiter::clone)
+            .unwrap_or_else(|_| Limiter::global().clone())
+    }
+
+    pub(crate) fn current_held() -> Held {
+        CURRENT
+            .try_with(|l| Held::Scoped(Arc::clone(&l.inner)))
+            .unwrap_or_else(|_| Held::Global(&Limiter::global().inner))
+    }
+
+    /// Runs `future` with this limiter as the current one: every guarded
+    /// call it makes, however deeply nested, uses this limiter.
+    pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
+        CURRENT.scope(self.clone(), future)
+    }
+
+    /// Asks for `weight` slots for a call of `class` named `name` (for
+    /// integrations and tests; `#[shed]` fns use their policy instead).
+    /// The call waits at most the class's default `max_wait`.
+    pub fn acquire(&self, class: &str, weight: u32, name: &'static str) -> Admission {
+        let held = Held::Scoped(Arc::clone(&self.inner));
+        let class = self.inner.class_index(class).ok_or(class_name_for_unknown(class));
+        held.admit(class, u64::from(weight), name, None, None)
+    }
+
+    /// Asks for slots as the guarded fn `policy` (what `#[shed]` expands to).
+    pub fn acquire_as(&self, policy: &'static Policy) -> Admission {
+        Held::Scoped(Arc::clone(&self.inner)).admit_policy(policy)
+    }
+
+    /// The current capacity in slots.
+    pub fn capacity(&self) -> u64 {
+        self.inner.core.snapshot().capacity
+    }
+
+    /// Changes the capacity at run time (adaptive limits do this). Waiters
+    /// the new room lets in are admitted at once; if the capacity shrinks
+    /// below the in-flight weight, new calls wait until enough is released.
+    pub fn set_capacity(&self, capacity: u32) {
+        self.inner.core.set_capacity(u64::from(capacity.max(1)));
+    }
+
+    /// The weight held by admitted calls.
+    pub fn in_flight(&self) -> u64 {
+        self.inner.core.snapshot().in_flight
+    }
+
+    /// The enforcement mode.
+    pub fn mode(&self) -> Mode {
+        Mode::from_u8(self.inner.mode.load(Ordering::Relaxed))
+    }
+
+    /// Changes the enforcement mode at run time.
+    pub fn set_mode(&self, mode: Mode) {
+        self.inner.mode.store(mode.to_u8(), Ordering::Relaxed);
+    }
+
+    /// The configured classes, in configuration order.
+    pub fn classes(&self) -> impl Iterator<Item = &crate::ClassSpec> + '_ {
+        self.inner.core.classes.iter().map(|c| &c.spec)
+    }
+
+    /// Switches a class on or off at run time (an admin endpoint, say).
+    /// Switching it off refuses its queued calls at once (reason
+    /// `disabled`); calls already admitted finish.
+    pub fn set_class_enabled(&self, class: &str, enabled: bool) -> Result<(), crate::UnknownClass> {
+        let index = self
+            .inner
+            .class_index(class)
+            .ok_or_else(|| crate::UnknownClass::new(class, self.classes().map(|c| c.name())))?;
+        self.inner.core.classes[index]
+            .enabled
+            .store(enabled, crate::sync::Ordering::Relaxed);
+        if !enabled {
+            self.inner.core.refuse_class(index, Reason::Disabled);
+        }
+        Ok(())
+    }
+
+    /// Whether `class` is switched on (`None` if it is not configured).
+    pub fn class_enabled(&self, class: &str) -> Option<bool> {
+        let index = self.inner.class_index(class)?;
+        Some(self.inner.core.classes[index].is_enabled())
+    }
+}
+
+fn class_name_for_unknown(_class: &str) -> Reason {
+    Reason::UnknownClass
+}
+
+impl Inner {
+    fn class_index(&self, name: &str) -> Option<usize> {
+        self.core.classes.iter().position(|c| c.spec.name() == name)
+    }
+
+    /// A retry-after suggestion: how long the current backlog takes to
+    /// drain at the expected service time, at least one second (HTTP's
+    /// granularity) and at most thirty. Switched-off classes and calls that
+    /// can never fit are told to come back later.
+    fn retry_after(&self, reason: Reason, expected_service: Duration) -> Duration {
+        match reason {
+            Reason::Disabled | Reason::UnknownClass | Reason::TooHeavy => Duration::from_secs(5),
+            Reason::Deadline | Reason::MaxWait | Reason::QueueFull => {
+                let s = self.core.snapshot();
+                let backlog = (s.in_flight as f64) / (s.capacity.max(1) as f64);
+                let drain = expected_service.mul_f64(backlog.max(1.0) * 2.0);
+                drain.clamp(Duration::from_secs(1), Duration::from_secs(30))
+            }
+        }
+    }
+
+    /// Whether this call should measure its service time: every call when
+    /// sampling is 1, else one in `sample_every` per thread.
+    #[inline]
+    fn sample(&self) -> bool {
+        if self.sample_every == 1 {
+            return true;
+        }
+        SAMPLE_TICK.with(|tick| {
+            let next = tick.get().wrapping_add(1);
+            tick.set(next);
+            next % self.sample_every == 0
+        })
+    }
+}
+
+impl Held {
+    pub(crate) fn admit_policy(self, policy: &'static Policy) -> Admission {
+        let class = match policy.stats.bound_class(self.id) {
+            Some(class) => Ok(class),
+            None => match self.class_index(policy.class()) {
+                Some(class) => {
+                    policy.stats.bind_class(self.id, class);
+                    Ok(class)
+                }
+                None => Err(Reason::UnknownClass),
+            },
+        };
+        self.admit(
+            class,
+            u64::from(policy.weight()),
+            policy.name(),
+            policy.max_wait(),
+            Some((&policy.stats, policy.class())),
+        )
+    }
+
+    /// Every admission decision, in the order the seeds prescribe: cheap
+    /// refusals first (class off, too heavy, deadline), then the lock-free
+    /// fast path, then the bounded queue with a measured-wait budget.
+    fn admit(
+        self,
+        class: Result<usize, Reason>,
+        weight: u64,
+        name: &'static str,
+        max_wait: Option<Duration>,
+        policy: Option<(&'static PolicyStats, &'static str)>,
+    ) -> Admission {
+        let mode = Mode::from_u8(self.mode.load(Ordering::Relaxed));
+        if mode == Mode::Off {
+            return Admission::ready(Ok(Permit::bypass()));
+        }
+        let stats = policy.map(|(stats, _)| stats);
+        let class = match class {
+            Ok(class) => class,
+            Err(reason) => {
+                let class_name = policy.map_or("unknown", |(_, c)| c);
+                let rejected = Rejected::new(reason, class_name, name, self.retry_after(reason, Duration::ZERO));
+                if mode == Mode::Observe {
+                    return Admission::ready(Ok(Permit::bypass()));
+                }
+                return Admission::ready(Err(rejected));
+            }
+        };
+        let state = &self.core.classes[class];
+        let expected = stats
+            .and_then(PolicyStats::expected_service)
+            .unwrap_or(self.default_service);
+
+        let mut now = None;
+        let deadline = crate::deadline::deadline();
+        let refusal = if !state.is_enabled() {
+            Some(Reason::Disabled)
+        } else if weight > state.limit(self.core.snapshot().capacity) {
+            Some(Reason::TooHeavy)
+        } else if let Some(deadline) = deadline {
+            let at = *now.insert(Instant::now());
+            (deadline.saturating_duration_since(at) < expected).then_some(Reason::Deadline)
+        } else {
+            None
+        };
+        if let Some(reason) = refusal {
+            if mode == Mode::Observe {
+                state.counters.count_observed(reason);
+                return self.admit_unchecked(class, weight, now, stats);
+            }
+            state.counters.count_refusal(reason);
+            let rejected = Rejected::new(reason, state.spec.name(), name, self.retry_after(reason, expected));
+            return Admission::ready(Err(rejected));
+        }
+
+        if self.core.try_acquire(class, weight) {
+            state.counters.count_admitted();
+            let start = match now {
+                Some(at) => Some(at),
+                None if stats.is_some() && self.sample() => Some(Instant::now()),
+                None => None,
+            };
+            return Admission::ready(Ok(Permit::new(self, class, weight, start, stats)));
+        }
+        if mode == Mode::Observe {
+            return self.admit_unchecked(class, weight, now, stats);
+        }
+
+        let arrived = now.unwrap_or_else(Instant::now);
+        let budget = max_wait.unwrap_or(state.spec.default_max_wait());
+        let mut gives_up = (arrived + budget, Reason::MaxWait);
+        if let Some(deadline) = deadline {
+            let last_start = deadline.checked_sub(expected).unwrap_or(arrived);
+            if last_start < gives_up.0 {
+                gives_up = (last_start, Reason::Deadline);
+            }
+        }
+        let waiter = Waiter::new(class, weight, arrived, Some(gives_up));
+        match self.core.enqueue(&waiter) {
+            Status::Pending => Admission::waiting(self, waiter, name, expected, stats),
+            status => Admission::settled(self, waiter, status, name, expected, stats),
+        }
+    }
+
+    fn admit_unchecked(
+        self,
+        class: usize,
+        weight: u64,
+        now: Option<Instant>,
+        stats: Option<&'static PolicyStats>,
+    ) -> Admission {
+        self.core.acquire_unchecked(class, weight);
+        self.core.classes[class].counters.count_admitted();
+        let start = now.or_else(|| stats.map(|_| Instant::now()));
+        Admission::ready(Ok(Permit::new(self, class, weight, start, stats)))
+    }
+
+    pub(crate) fn rejected(&self, class: usize, reason: Reason, name: &'static str, expected: Duration) -> Rejected {
+        Rejected::new(
+            reason,
+            self.core.classes[class].spec.name(),
+            name,
+            self.retry_after(reason, expected),
+        )
+    }
+}
+
+/// Not public API: what `#[shed]` expands to.
+#[doc(hidden)]
+pub fn admit(policy: &'static Policy) -> Admission {
+    Limiter::current_held().admit_policy(policy)
+}

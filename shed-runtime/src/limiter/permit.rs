@@ -1,0 +1,78 @@
+//! The slots an admitted call holds, given back when it is dropped.
+
+use tokio::time::Instant;
+
+use super::Held;
+use crate::policy::PolicyStats;
+
+/// Slots held by an admitted call. Dropping it gives them back: when the
+/// call completes, when it panics (unwinding drops it), and when the
+/// call's future is dropped at any await point.
+#[must_use = "the slots are given back as soon as the permit is dropped"]
+pub struct Permit {
+    held: Option<Held>,
+    class: usize,
+    weight: u64,
+    /// When the call started, if its service time is measured.
+    start: Option<Instant>,
+    stats: Option<&'static PolicyStats>,
+}
+
+impl Permit {
+    pub(crate) fn new(
+        held: Held,
+        class: usize,
+        weight: u64,
+        start: Option<Instant>,
+        stats: Option<&'static PolicyStats>,
+    ) -> Self {
+        Self {
+            held: Some(held),
+            class,
+            weight,
+            start,
+            stats,
+        }
+    }
+
+    /// A permit that holds nothing (mode `off`).
+    pub(crate) fn bypass() -> Self {
+        Self {
+            held: None,
+            class: 0,
+            weight: 0,
+            start: None,
+            stats: None,
+        }
+    }
+
+    /// The slots this permit holds (0 when the limiter is bypassed).
+    pub fn weight(&self) -> u64 {
+        self.weight
+    }
+}
+
+impl std::fmt::Debug for Permit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Permit")
+            .field("class", &self.class)
+            .field("weight", &self.weight)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        let Some(held) = self.held.take() else {
+            return;
+        };
+        if let Some(start) = self.start {
+            let took = start.elapsed();
+            if let Some(stats) = self.stats {
+                stats.observe(took);
+            }
+            held.core.classes[self.class].counters.record_service(took);
+        }
+        held.core.release(self.class, self.weight);
+    }
+}

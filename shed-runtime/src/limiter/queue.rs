@@ -1,0 +1,177 @@
+//! The bounded wait queue: one FIFO per class, served by rank, plus the
+//! waiter nodes shared between a waiting future and the dispatcher.
+
+use std::collections::VecDeque;
+use std::task::Waker;
+
+use tokio::time::Instant;
+
+use crate::rejected::Reason;
+use crate::sync::{Arc, AtomicU8, Mutex, Ordering};
+
+const PENDING: u8 = 0;
+const GRANTED: u8 = 1;
+const REFUSED_BASE: u8 = 2;
+
+/// What happened to a waiter, as seen by its future.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    Pending,
+    Granted,
+    Refused(Reason),
+}
+
+/// One call waiting for slots. Shared by its future and, while queued, the
+/// queue; its status only changes under the queue lock.
+#[derive(Debug)]
+pub(crate) struct Waiter {
+    pub(crate) class: usize,
+    pub(crate) weight: u64,
+    pub(crate) arrived: Instant,
+    /// When the waiter gives up, and why: its `max_wait` budget or the last
+    /// moment at which its deadline can still be met.
+    pub(crate) gives_up: Option<(Instant, Reason)>,
+    status: AtomicU8,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Waiter {
+    pub(crate) fn new(
+        class: usize,
+        weight: u64,
+        arrived: Instant,
+        gives_up: Option<(Instant, Reason)>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            class,
+            weight,
+            arrived,
+            gives_up,
+            status: AtomicU8::new(PENDING),
+            waker: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn status(&self) -> Status {
+        match self.status.load(Ordering::SeqCst) {
+            PENDING => Status::Pending,
+            GRANTED => Status::Granted,
+            refused => Status::Refused(Reason::ALL[usize::from(refused - REFUSED_BASE)]),
+        }
+    }
+
+    /// Stores the task to wake when the status changes.
+    pub(crate) fn register(&self, waker: &Waker) {
+        let mut slot = crate::sync::lock(&self.waker);
+        match slot.as_ref() {
+            Some(current) if current.will_wake(waker) => {}
+            _ => *slot = Some(waker.clone()),
+        }
+    }
+
+    fn settle(&self, status: u8) {
+        self.status.store(status, Ordering::SeqCst);
+        let waker = crate::sync::lock(&self.waker).take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    pub(crate) fn grant(&self) {
+        self.settle(GRANTED);
+    }
+
+    pub(crate) fn refuse(&self, reason: Reason) {
+        self.settle(REFUSED_BASE + reason.index() as u8);
+    }
+
+    /// Whether the waiter has run out of time at `now`, and why.
+    pub(crate) fn expired_at(&self, now: Instant) -> Option<Reason> {
+        match self.gives_up {
+            Some((at, reason)) if now >= at => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+/// The waiters of every class, in arrival order within a class.
+#[derive(Debug)]
+pub(crate) struct WaitQueue {
+    per_class: Vec<VecDeque<Arc<Waiter>>>,
+    /// Class indices from the highest priority (rank 0) down; ties keep
+    /// configuration order.
+    pub(crate) by_rank: Vec<usize>,
+    queued_weight: u64,
+    len: usize,
+}
+
+impl WaitQueue {
+    pub(crate) fn new(by_rank: Vec<usize>) -> Self {
+        Self {
+            per_class: by_rank.iter().map(|_| VecDeque::new()).collect(),
+            by_rank,
+            queued_weight: 0,
+            len: 0,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn queued_weight(&self) -> u64 {
+        self.queued_weight
+    }
+
+    pub(crate) fn push(&mut self, waiter: Arc<Waiter>) {
+        self.queued_weight += waiter.weight;
+        self.len += 1;
+        self.per_class[waiter.class].push_back(waiter);
+    }
+
+    pub(crate) fn head(&self, class: usize) -> Option<&Arc<Waiter>> {
+        self.per_class[class].front()
+    }
+
+    pub(crate) fn pop_head(&mut self, class: usize) -> Option<Arc<Waiter>> {
+        let waiter = self.per_class[class].pop_front()?;
+        self.forget(&waiter);
+        Some(waiter)
+    }
+
+    /// Removes the newest waiter of the lowest-priority class ranked below
+    /// `rank`, to make room for a more important arrival.
+    pub(crate) fn evict_below(&mut self, rank_of: impl Fn(usize) -> u32, rank: u32) -> Option<Arc<Waiter>> {
+        let class = self
+            .by_rank
+            .iter()
+            .rev()
+            .copied()
+            .find(|&c| rank_of(c) > rank && !self.per_class[c].is_empty())?;
+        let waiter = self.per_class[class].pop_back()?;
+        self.forget(&waiter);
+        Some(waiter)
+    }
+
+    /// Removes `waiter` if it is still queued.
+    pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
+        let queue = &mut self.per_class[waiter.class];
+        match queue.iter().position(|w| Arc::ptr_eq(w, waiter)) {
+            Some(index) => {
+                queue.remove(index);
+                self.forget(waiter);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn forget(&mut self, waiter: &Waiter) {
+        self.queued_weight -= waiter.weight;
+        self.len -= 1;
+    }
+}

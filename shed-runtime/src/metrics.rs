@@ -1,0 +1,260 @@
+//! Counting what the limiter decides, cheaply, and publishing it.
+//!
+//! The hot path only increments plain atomics owned by the limiter (no map
+//! lookup, no allocation). [`spawn_reporter`] publishes them through the
+//! [`metrics`] facade on an interval and logs one summary line per interval
+//! in which calls were refused, never one line per refusal.
+//!
+//! Series (all labelled with `class`, refusals also with `reason`):
+//!
+//! | name | kind | meaning |
+//! |---|---|---|
+//! | `shed_admitted_total` | counter | calls admitted |
+//! | `shed_refused_total` | counter | calls refused, by `reason` |
+//! | `shed_observed_refusals_total` | counter | refusals that observe mode let through, by `reason` |
+//! | `shed_class_in_flight` | gauge | weight held by the class |
+//! | `shed_in_flight` | gauge | weight held by all calls (no `class` label) |
+//! | `shed_limit` | gauge | current capacity (no `class` label) |
+//! | `shed_queued_weight` | gauge | weight waiting for slots (no `class` label) |
+//! | `shed_queue_wait_seconds` | histogram | how long admitted calls waited (only calls that had to wait) |
+//! | `shed_service_seconds` | histogram | how long admitted calls held their slots (sampled) |
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::rejected::Reason;
+use crate::Limiter;
+
+const REASONS: usize = Reason::ALL.len();
+
+/// Per-class counters, incremented on the hot path with relaxed atomics.
+#[derive(Debug, Default)]
+pub(crate) struct ClassCounters {
+    pub(crate) admitted: AtomicU64,
+    refused: [AtomicU64; REASONS],
+    observed: [AtomicU64; REASONS],
+    /// Histogram handles, registered by the reporter once a recorder exists.
+    pub(crate) handles: OnceLock<ClassHandles>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ClassHandles {
+    pub(crate) queue_wait: metrics::Histogram,
+    pub(crate) service: metrics::Histogram,
+}
+
+impl ClassCounters {
+    #[inline]
+    pub(crate) fn count_admitted(&self) {
+        self.admitted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn count_refusal(&self, reason: Reason) {
+        self.refused[reason.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn count_observed(&self, reason: Reason) {
+        self.observed[reason.index()].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn record_queue_wait(&self, waited: Duration) {
+        if let Some(handles) = self.handles.get() {
+            handles.queue_wait.record(waited.as_secs_f64());
+        }
+    }
+
+    pub(crate) fn record_service(&self, took: Duration) {
+        if let Some(handles) = self.handles.get() {
+            handles.service.record(took.as_secs_f64());
+        }
+    }
+
+    pub(crate) fn snapshot(&self) -> (u64, [u64; REASONS], [u64; REASONS]) {
+        let read = |a: &[AtomicU64; REASONS]| std::array::from_fn(|i| a[i].load(Ordering::Relaxed));
+        (
+            self.admitted.load(Ordering::Relaxed),
+            read(&self.refused),
+            read(&self.observed),
+        )
+    }
+}
+
+/// Counts of one class, as of a [`Limiter::stats`] call.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ClassStats {
+    /// The class's name.
+    pub class: &'static str,
+    /// Whether the class is switched on.
+    pub enabled: bool,
+    /// Weight the class holds now.
+    pub in_flight: u64,
+    /// Calls admitted so far.
+    pub admitted: u64,
+    /// Calls refused so far, by reason (reasons with no refusal are left out).
+    pub refused: Vec<(Reason, u64)>,
+    /// Refusals that observe mode let through, by reason.
+    pub observed_refusals: Vec<(Reason, u64)>,
+}
+
+impl ClassStats {
+    /// Refusals for one reason.
+    pub fn refused_for(&self, reason: Reason) -> u64 {
+        self.refused
+            .iter()
+            .find(|(r, _)| *r == reason)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    /// All refusals of the class.
+    pub fn refused_total(&self) -> u64 {
+        self.refused.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// A snapshot of a limiter's state and counters.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LimiterStats {
+    /// Current capacity in slots.
+    pub capacity: u64,
+    /// Weight held by admitted calls.
+    pub in_flight: u64,
+    /// Calls waiting for slots.
+    pub queued: usize,
+    /// Weight waiting for slots.
+    pub queued_weight: u64,
+    /// Per-class counts, in configuration order.
+    pub classes: Vec<ClassStats>,
+}
+
+impl LimiterStats {
+    /// The stats of one class.
+    pub fn class(&self, name: &str) -> Option<&ClassStats> {
+        self.classes.iter().find(|c| c.class == name)
+    }
+}
+
+fn nonzero(counts: [u64; REASONS]) -> Vec<(Reason, u64)> {
+    Reason::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| *n > 0)
+        .map(|(r, n)| (*r, n))
+        .collect()
+}
+
+impl Limiter {
+    /// A snapshot of the limiter's state and counters (takes the queue
+    /// lock briefly; meant for tests, admin endpoints and reporters).
+    pub fn stats(&self) -> LimiterStats {
+        let core = &self.inner.core;
+        let snapshot = core.snapshot();
+        let (queued, queued_weight) = core.queued();
+        LimiterStats {
+            capacity: snapshot.capacity,
+            in_flight: snapshot.in_flight,
+            queued,
+            queued_weight,
+            classes: core
+                .classes
+                .iter()
+                .map(|class| {
+                    let (admitted, refused, observed) = class.counters.snapshot();
+                    ClassStats {
+                        class: class.spec.name(),
+                        enabled: class.is_enabled(),
+                        in_flight: class.in_flight.load(crate::sync::Ordering::SeqCst),
+                        admitted,
+                        refused: nonzero(refused),
+                        observed_refusals: nonzero(observed),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    fn register_histograms(&self) {
+        for class in self.inner.core.classes.iter() {
+            let name = class.spec.name();
+            let _ = class.counters.handles.set(ClassHandles {
+                queue_wait: metrics::histogram!("shed_queue_wait_seconds", "class" => name),
+                service: metrics::histogram!("shed_service_seconds", "class" => name),
+            });
+        }
+    }
+
+    /// Publishes the current counters and gauges to the installed
+    /// [`metrics`] recorder. [`spawn_reporter`] calls it on an interval.
+    pub fn publish_metrics(&self) {
+        let stats = self.stats();
+        metrics::gauge!("shed_limit").set(stats.capacity as f64);
+        metrics::gauge!("shed_in_flight").set(stats.in_flight as f64);
+        metrics::gauge!("shed_queued_weight").set(stats.queued_weight as f64);
+        for class in &stats.classes {
+            let name = class.class;
+            metrics::counter!("shed_admitted_total", "class" => name).absolute(class.admitted);
+            metrics::gauge!("shed_class_in_flight", "class" => name).set(class.in_flight as f64);
+            for (reason, n) in &class.refused {
+                metrics::counter!("shed_refused_total", "class" => name, "reason" => reason.as_str())
+                    .absolute(*n);
+            }
+            for (reason, n) in &class.observed_refusals {
+                metrics::counter!(
+                    "shed_observed_refusals_total",
+                    "class" => name,
+                    "reason" => reason.as_str()
+                )
+                .absolute(*n);
+            }
+        }
+    }
+}
+
+/// Publishes `limiter`'s metrics every `every`, and logs one summary line
+/// (target `shed::summary`) for each interval in which calls were refused.
+///
+/// Call it after installing a `metrics` recorder: it also registers the
+/// queue-wait and service-time histograms, which record from then on.
+pub fn spawn_reporter(limiter: Limiter, every: Duration) -> tokio::task::JoinHandle<()> {
+    limiter.register_histograms();
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(every);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last = limiter.stats();
+        loop {
+            ticker.tick().await;
+            limiter.publish_metrics();
+            let now = limiter.stats();
+            if let Some(line) = summary_line(&last, &now) {
+                tracing::info!(target: "shed::summary", "{line}");
+            }
+            last = now;
+        }
+    })
+}
+
+/// One line describing the refusals between two snapshots, or `None` if
+/// there were none.
+pub fn summary_line(before: &LimiterStats, after: &LimiterStats) -> Option<String> {
+    let mut parts = Vec::new();
+    for (old, new) in before.classes.iter().zip(&after.classes) {
+        for (reason, n) in &new.refused {
+            let delta = n - old.refused_for(*reason);
+            if delta > 0 {
+                parts.push(format!("{}/{}={}", new.class, reason, delta));
+            }
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "shed refused {} (in flight {}/{}, queued {})",
+        parts.join(" "),
+        after.in_flight,
+        after.capacity,
+        after.queued
+    ))
+}

@@ -1,0 +1,188 @@
+//! The typed refusal that a guarded call returns instead of running.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Why a call was refused. Every refusal is counted by class and reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Reason {
+    /// The call's class is switched off (`SHED_CLASSES=background=off`, or at run time).
+    Disabled,
+    /// The caller's remaining deadline is shorter than the fn's expected
+    /// service time: it cannot finish in time, so it is not started.
+    Deadline,
+    /// The call waited for slots longer than its `max_wait` budget.
+    MaxWait,
+    /// The wait queue was full (bounded by total queued weight), or the call
+    /// was evicted from it by a higher-priority arrival.
+    QueueFull,
+    /// The call's class is not configured on the limiter. The startup check
+    /// ([`Config::check`](crate::Config::check)) reports this before traffic arrives.
+    UnknownClass,
+    /// The call asks for more slots than the limiter will ever have.
+    TooHeavy,
+}
+
+impl Reason {
+    /// Every reason, in a stable order (the order of the metrics arrays).
+    pub const ALL: [Reason; 6] = [
+        Reason::Disabled,
+        Reason::Deadline,
+        Reason::MaxWait,
+        Reason::QueueFull,
+        Reason::UnknownClass,
+        Reason::TooHeavy,
+    ];
+
+    /// The label used in metrics, JSON and HTTP problem bodies.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Reason::Disabled => "disabled",
+            Reason::Deadline => "deadline",
+            Reason::MaxWait => "max_wait",
+            Reason::QueueFull => "queue_full",
+            Reason::UnknownClass => "unknown_class",
+            Reason::TooHeavy => "too_heavy",
+        }
+    }
+
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A call refused by the limiter: it did not run and held no slot, so it is
+/// always safe to retry (after [`retry_after`](Rejected::retry_after)).
+///
+/// ```
+/// use shed_runtime::{Limiter, Reason};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let limiter = Limiter::builder().capacity(4).build().unwrap();
+/// limiter.set_class_enabled("background", false).unwrap();
+/// let refused = limiter
+///     .acquire("background", 1, "report::build")
+///     .await
+///     .unwrap_err();
+/// assert_eq!(refused.reason(), Reason::Disabled);
+/// assert_eq!(refused.class(), "background");
+/// assert_eq!(
+///     refused.to_string(),
+///     "shed refused `report::build` (class `background`): class is switched off; retry after 5s"
+/// );
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    reason: Reason,
+    class: &'static str,
+    name: &'static str,
+    retry_after: Duration,
+}
+
+impl Rejected {
+    pub(crate) fn new(
+        reason: Reason,
+        class: &'static str,
+        name: &'static str,
+        retry_after: Duration,
+    ) -> Self {
+        Self {
+            reason,
+            class,
+            name,
+            retry_after,
+        }
+    }
+
+    /// Why the call was refused.
+    pub fn reason(&self) -> Reason {
+        self.reason
+    }
+
+    /// The class of the refused call.
+    pub fn class(&self) -> &'static str {
+        self.class
+    }
+
+    /// The name of the guarded fn (or route) that was refused.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// A suggested delay before retrying, estimated from the limiter's state
+    /// at the moment of the refusal. HTTP integrations send it as `Retry-After`.
+    pub fn retry_after(&self) -> Duration {
+        self.retry_after
+    }
+
+    /// Always `true`: a refused call never started, so retrying it is safe.
+    pub fn is_retryable(&self) -> bool {
+        true
+    }
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = match self.reason {
+            Reason::Disabled => "class is switched off",
+            Reason::Deadline => "the caller's deadline cannot be met",
+            Reason::MaxWait => "waited longer than its max_wait",
+            Reason::QueueFull => "the wait queue is full",
+            Reason::UnknownClass => "its class is not configured",
+            Reason::TooHeavy => "its weight exceeds the capacity",
+        };
+        write!(
+            f,
+            "shed refused `{}` (class `{}`): {}; retry after {}",
+            self.name,
+            self.class,
+            why,
+            humantime::format_duration(self.retry_after)
+        )
+    }
+}
+
+impl std::error::Error for Rejected {}
+
+/// How a guarded fn's return type carries a refusal.
+///
+/// `#[shed]` returns `FromRejected::from_rejected(rejected)` instead of
+/// running the body when a call is refused. It is implemented for every
+/// `Result<T, E>` whose error converts from [`Rejected`]; implement it for
+/// your own return types (HTTP responses, for example) to opt in.
+///
+/// ```
+/// use shed_runtime::{FromRejected, Rejected};
+///
+/// enum Reply { Ok(String), Busy { retry_after_secs: u64 } }
+///
+/// impl FromRejected for Reply {
+///     fn from_rejected(rejected: Rejected) -> Self {
+///         Reply::Busy { retry_after_secs: rejected.retry_after().as_secs().max(1) }
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`#[shed]` cannot return a refusal from a fn returning `{Self}`",
+    label = "this return type cannot carry a `shed::Rejected`",
+    note = "return `Result<T, E>` where `E: From<shed::Rejected>` (for example `Result<T, shed::Rejected>`), or implement `shed::FromRejected` for `{Self}`"
+)]
+pub trait FromRejected {
+    /// Builds the value returned by a refused call.
+    fn from_rejected(rejected: Rejected) -> Self;
+}
+
+impl<T, E: From<Rejected>> FromRejected for Result<T, E> {
+    fn from_rejected(rejected: Rejected) -> Self {
+        Err(E::from(rejected))
+    }
+}

@@ -1,0 +1,2 @@
+//! placeholder
+pub use shed_runtime::*;
