@@ -1,2 +1,96 @@
-//! placeholder
-pub use shed_runtime::*;
+//! Load shedding for async Rust services.
+//!
+//! An async service under overload accepts everything and serves almost
+//! nothing: queues grow, callers time out, and the server spends its
+//! capacity on answers nobody waits for. `shed` refuses some work early and
+//! cheaply so that what it admits finishes inside its deadline.
+//!
+//! ```
+//! use shed::{shed, Rejected};
+//!
+//! #[derive(Debug)]
+//! enum ReportError {
+//!     Busy(Rejected),
+//! }
+//!
+//! impl From<Rejected> for ReportError {
+//!     fn from(r: Rejected) -> Self {
+//!         ReportError::Busy(r)
+//!     }
+//! }
+//!
+//! /// Builds a report: cheap to postpone, so it is shed first.
+//! #[shed(class = "background", max_wait = "5ms", weight = 3)]
+//! async fn build_report(id: u64) -> Result<String, ReportError> {
+//!     Ok(format!("report {id}"))
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! assert_eq!(build_report(7).await.unwrap(), "report 7");
+//! let table = shed::policies();
+//! let policy = table.get("rust_out::build_report").expect("registered");
+//! assert_eq!((policy.class(), policy.weight()), ("background", 3));
+//! # }
+//! ```
+//!
+//! # The attribute
+//!
+//! `#[shed(...)]` goes on an `async fn` (free fn, method, trait impl
+//! method, generic or not). Each call first asks the current limiter (the
+//! process-wide one unless [`Limiter::scope`] set another) for `weight`
+//! slots; the body runs only once they are granted, and gives them back
+//! when it completes, panics, or is dropped at any await point. A call is
+//! refused, without running, when
+//!
+//! - its class is switched off ([`Reason::Disabled`]),
+//! - its caller's deadline ([`with_deadline`]) is closer than the fn's
+//!   learned service time ([`Reason::Deadline`]),
+//! - it waited longer than `max_wait` for slots ([`Reason::MaxWait`]),
+//! - or the bounded wait queue is full ([`Reason::QueueFull`]).
+//!
+//! | key | default | meaning |
+//! |---|---|---|
+//! | `class = "background"` | `"critical"` | the priority class |
+//! | `max_wait = "5ms"` | the class's | the queue-wait budget (`"500us"`, `"1.5s"`, ...; at most 1h) |
+//! | `weight = 3` | 1 | slots one call holds |
+//! | `name = "orders::create"` | `module::path::fn` | the name in the policy table and refusals |
+//! | `crate = "my_shed"` | `::shed` | the path of this crate, if it was renamed |
+//!
+//! A refused call returns [`FromRejected::from_rejected`] of the
+//! [`Rejected`]: any `Result<T, E>` with `E: From<Rejected>` works, and
+//! other return types opt in by implementing [`FromRejected`].
+//!
+//! # The policy table and the startup check
+//!
+//! Every annotated fn is registered at program start; [`policies()`] lists
+//! them and [`Config::check`] checks them against the configuration,
+//! returning every problem at once with its file and line:
+//!
+//! ```
+//! let config = shed::Config::from_env().capacity(128);
+//! if let Err(problems) = config.check() {
+//!     panic!("{problems}");
+//! }
+//! println!("{}", shed::policies());
+//! ```
+//!
+//! # Switching classes from the environment
+//!
+//! `SHED_CLASSES=background=off,optional=on` switches classes without a
+//! rebuild; `SHED_MODE=enforce|observe|off` sets the mode; `SHED_CAPACITY`
+//! the capacity. The process-wide limiter honours them even if the
+//! application never configures anything.
+
+pub use shed_macros::shed;
+pub use shed_runtime::{
+    deadline, metrics, policies, with_deadline, with_timeout, Admission, ClassSpec, ClassStats,
+    Config, ConfigErrors, FromRejected, Limiter, LimiterStats, Mode, Permit, Policy, PolicyTable,
+    Problem, Reason, Rejected, UnknownClass, UnknownMode, DEFAULT_CAPACITY, ENV_CAPACITY,
+    ENV_CLASSES, ENV_MODE,
+};
+
+/// Not public API: used by code that `#[shed]` generates.
+#[doc(hidden)]
+pub mod __private {
+    pub use shed_runtime::__private::*;
+}

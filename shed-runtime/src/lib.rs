@@ -31,6 +31,12 @@ pub use rejected::{FromRejected, Reason, Rejected};
 #[doc(hidden)]
 pub mod __private {
     pub use crate::limiter::admit;
+
+    /// The value a refused call returns, in the fn's own return type.
+    #[inline]
+    pub fn refuse<T: crate::FromRejected>(rejected: crate::Rejected) -> T {
+        T::from_rejected(rejected)
+    }
     pub use crate::policy::{Policy, Registration};
     pub use core::time::Duration;
     pub use inventory;

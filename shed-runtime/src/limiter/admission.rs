@@ -25,6 +25,7 @@ pub struct Admission {
 }
 
 enum State {
+    Start(Option<Request>),
     Ready(Option<Result<Permit, Rejected>>),
     Waiting(Box<Wait>),
 }
@@ -40,7 +41,23 @@ struct Wait {
     done: bool,
 }
 
+/// What a call asks for, kept until the admission is first polled.
+pub(crate) struct Request {
+    pub(crate) held: Held,
+    pub(crate) class: Result<usize, crate::rejected::Reason>,
+    pub(crate) weight: u64,
+    pub(crate) name: &'static str,
+    pub(crate) max_wait: Option<Duration>,
+    pub(crate) policy: Option<(&'static PolicyStats, &'static str)>,
+}
+
 impl Admission {
+    pub(crate) fn start(request: Request) -> Self {
+        Self {
+            state: State::Start(Some(request)),
+        }
+    }
+
     pub(crate) fn ready(result: Result<Permit, Rejected>) -> Self {
         Self {
             state: State::Ready(Some(result)),
@@ -120,7 +137,12 @@ impl Future for Admission {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        if let State::Start(request) = &mut this.state {
+            let r = request.take().expect("admission polled after completion");
+            *this = r.held.decide(r.class, r.weight, r.name, r.max_wait, r.policy);
+        }
         match &mut this.state {
+            State::Start(_) => unreachable!("decided above"),
             State::Ready(result) => Poll::Ready(result.take().expect("admission polled after completion")),
             State::Waiting(wait) => {
                 assert!(!wait.done, "admission polled after completion");

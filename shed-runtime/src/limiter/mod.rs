@@ -300,10 +300,30 @@ impl Held {
         )
     }
 
+    /// An admission decided when first polled, so that it sees the
+    /// deadline of the task that awaits it.
+    fn admit(
+        self,
+        class: Result<usize, Reason>,
+        weight: u64,
+        name: &'static str,
+        max_wait: Option<Duration>,
+        policy: Option<(&'static PolicyStats, &'static str)>,
+    ) -> Admission {
+        Admission::start(admission::Request {
+            held: self,
+            class,
+            weight,
+            name,
+            max_wait,
+            policy,
+        })
+    }
+
     /// Every admission decision, in the order the seeds prescribe: cheap
     /// refusals first (class off, too heavy, deadline), then the lock-free
     /// fast path, then the bounded queue with a measured-wait budget.
-    fn admit(
+    pub(crate) fn decide(
         self,
         class: Result<usize, Reason>,
         weight: u64,

@@ -1,0 +1,124 @@
+//! The attribute's arguments: parsed, checked key by key, every error kept.
+
+use proc_macro2::{Span, TokenStream};
+use std::time::Duration;
+use syn::meta::ParseNestedMeta;
+use syn::{LitInt, LitStr};
+
+use crate::duration;
+
+const KEYS: &str = "`class`, `max_wait`, `weight`, `name`, `crate`";
+
+/// What the attribute says, with defaults filled in by the expansion.
+#[derive(Default)]
+pub(crate) struct Args {
+    pub(crate) class: Option<LitStr>,
+    pub(crate) max_wait: Option<(Duration, Span)>,
+    pub(crate) weight: Option<(u32, Span)>,
+    pub(crate) name: Option<LitStr>,
+    pub(crate) krate: Option<syn::Path>,
+    /// Keys seen so far, to reject duplicates.
+    seen: Vec<String>,
+}
+
+/// Collects every error instead of stopping at the first.
+#[derive(Default)]
+pub(crate) struct Errors(Option<syn::Error>);
+
+impl Errors {
+    pub(crate) fn push(&mut self, error: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(error),
+            None => self.0 = Some(error),
+        }
+    }
+
+    pub(crate) fn finish(self) -> Result<(), syn::Error> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
+impl Args {
+    pub(crate) fn parse(tokens: TokenStream, errors: &mut Errors) -> Args {
+        let mut args = Args::default();
+        let parser = syn::meta::parser(|meta| {
+            if let Err(e) = args.key(&meta) {
+                errors.push(e);
+                // Skip the value so the following keys are still checked.
+                if meta.input.peek(syn::Token![=]) {
+                    let _ = meta.value().and_then(|v| v.parse::<syn::Expr>());
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = syn::parse::Parser::parse2(parser, tokens) {
+            errors.push(e);
+        }
+        args
+    }
+
+    fn key(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        let key = meta
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| {
+                let path = &meta.path;
+                quote::quote!(#path).to_string().replace(' ', "")
+            });
+        let known = ["class", "max_wait", "weight", "name", "crate"];
+        if !known.contains(&key.as_str()) {
+            return Err(meta.error(format!("unknown key `{key}`; valid keys are {KEYS}")));
+        }
+        if self.seen.contains(&key) {
+            return Err(meta.error(format!("duplicate key `{key}`: give each key once")));
+        }
+        self.seen.push(key.clone());
+        let value = meta.value()?;
+        match key.as_str() {
+            "class" => {
+                let lit: LitStr = value.parse().map_err(|e| expected(e, "a class name, like `class = \"background\"`"))?;
+                if lit.value().trim().is_empty() {
+                    return Err(syn::Error::new(lit.span(), "empty class name: write a configured class, like `class = \"background\"`"));
+                }
+                self.class = Some(lit);
+            }
+            "max_wait" => {
+                let lit: LitStr = value.parse().map_err(|e| expected(e, "a duration string, like `max_wait = \"5ms\"`"))?;
+                let parsed = duration::parse(&lit.value()).map_err(|m| syn::Error::new(lit.span(), m))?;
+                self.max_wait = Some((parsed, lit.span()));
+            }
+            "weight" => {
+                let lit: LitInt = value.parse().map_err(|e| expected(e, "a whole number of slots, like `weight = 3`"))?;
+                let weight: u32 = lit.base10_parse().map_err(|_| {
+                    syn::Error::new(lit.span(), "weight must be a whole number of slots from 1 to 4294967295, like `weight = 3`")
+                })?;
+                if weight == 0 {
+                    return Err(syn::Error::new(lit.span(), "weight must be at least 1: every call holds at least one slot"));
+                }
+                self.weight = Some((weight, lit.span()));
+            }
+            "name" => {
+                let lit: LitStr = value.parse().map_err(|e| expected(e, "a name string, like `name = \"orders::create\"`"))?;
+                if lit.value().trim().is_empty() {
+                    return Err(syn::Error::new(lit.span(), "empty name: leave `name` out to use `module::path::fn`, or write one"));
+                }
+                self.name = Some(lit);
+            }
+            "crate" => {
+                let lit: LitStr = value.parse().map_err(|e| expected(e, "the path of the renamed `shed` crate, like `crate = \"my_shed\"`"))?;
+                let path: syn::Path = lit.parse().map_err(|_| {
+                    syn::Error::new(lit.span(), "expected a path to the `shed` crate, like `crate = \"my_shed\"` or `crate = \"::deps::shed\"`")
+                })?;
+                self.krate = Some(path);
+            }
+            _ => unreachable!("checked against the known keys"),
+        }
+        Ok(())
+    }
+}
+
+fn expected(error: syn::Error, what: &str) -> syn::Error {
+    syn::Error::new(error.span(), format!("expected {what}"))
+}
+
