@@ -70,7 +70,7 @@ impl Policy {
         self.file
     }
 
-    /// The line of the fn's attribute.
+    /// The line of the fn's name.
     pub fn line(&self) -> u32 {
         self.line
     }
