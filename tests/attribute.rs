@@ -78,11 +78,16 @@ fn limiter(capacity: u32) -> Limiter {
 #[tokio::test(start_paused = true)]
 async fn admitted_calls_run_and_give_their_slots_back() {
     let limiter = limiter(8);
-    let out = limiter.scope(report(Duration::from_millis(1))).await.unwrap();
+    let out = limiter
+        .scope(report(Duration::from_millis(1)))
+        .await
+        .unwrap();
     assert_eq!(out, "report");
     assert_eq!(limiter.in_flight(), 0);
     assert_eq!(limiter.stats().class("background").unwrap().admitted, 1);
-    let orders = Orders { placed: AtomicUsize::new(0) };
+    let orders = Orders {
+        placed: AtomicUsize::new(0),
+    };
     assert_eq!(limiter.scope(orders.place(2)).await.unwrap(), 2);
     assert_eq!(limiter.scope(orders.load("ab")).await.unwrap(), "AB");
     assert_eq!(limiter.scope(defaults()).await.unwrap(), 1);
@@ -98,7 +103,11 @@ async fn refused_calls_return_the_rejection_and_never_run_their_body() {
     assert_eq!(refused.reason(), Reason::Disabled);
     assert_eq!(refused.class(), "background");
     assert_eq!(refused.name(), "attribute::report");
-    assert_eq!(BODY_RUNS.load(Ordering::SeqCst), before, "the body must not run");
+    assert_eq!(
+        BODY_RUNS.load(Ordering::SeqCst),
+        before,
+        "the body must not run"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -140,7 +149,11 @@ async fn deadlines_learned_from_service_times_refuse_calls_that_cannot_finish() 
             pay(3).await
         }))
         .await;
-    assert_eq!(paid.unwrap_err().reason(), Reason::Deadline, "10 ms left of 50");
+    assert_eq!(
+        paid.unwrap_err().reason(),
+        Reason::Deadline,
+        "10 ms left of 50"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -166,7 +179,9 @@ async fn dropping_a_handler_mid_body_gives_its_slots_back() {
 #[tokio::test(start_paused = true)]
 async fn handlers_share_one_limiter_across_tasks() {
     let limiter = limiter(4);
-    let orders = Arc::new(Orders { placed: AtomicUsize::new(0) });
+    let orders = Arc::new(Orders {
+        placed: AtomicUsize::new(0),
+    });
     let tasks: Vec<_> = (0..10)
         .map(|_| {
             let orders = orders.clone();
@@ -191,11 +206,19 @@ fn the_table_holds_every_annotated_fn_with_its_attribute() {
     assert_eq!(report.line(), 25);
 
     let defaults = table.get("attribute::defaults").expect("defaults");
-    assert_eq!((defaults.class(), defaults.max_wait(), defaults.weight()), ("critical", None, 1));
+    assert_eq!(
+        (defaults.class(), defaults.max_wait(), defaults.weight()),
+        ("critical", None, 1)
+    );
 
-    let place = table.get("attribute::place").expect("method in an impl block");
+    let place = table
+        .get("attribute::place")
+        .expect("method in an impl block");
     assert_eq!((place.class(), place.weight()), ("optional", 2));
-    assert!(table.get("orders::load").is_some(), "method of a trait impl");
+    assert!(
+        table.get("orders::load").is_some(),
+        "method of a trait impl"
+    );
     assert!(table.get("checkout::pay").is_some(), "explicit name");
 
     let names: Vec<_> = table.iter().map(|p| p.name()).collect();
@@ -209,10 +232,19 @@ fn handlers_of_a_linked_crate_are_in_the_table() {
     // Linking the crate is what registers its handlers; calling them is not needed.
     use remote_handlers as _;
     let table = shed::policies();
-    let fetch = table.get("remote_handlers::fetch_profile").expect("cross-crate fn");
+    let fetch = table
+        .get("remote_handlers::fetch_profile")
+        .expect("cross-crate fn");
     assert_eq!(fetch.class(), "optional");
-    assert!(fetch.file().ends_with("remote-handlers/src/lib.rs"), "{}", fetch.file());
-    assert!(table.get("remote::never_called").is_some(), "never called, still registered");
+    assert!(
+        fetch.file().ends_with("remote-handlers/src/lib.rs"),
+        "{}",
+        fetch.file()
+    );
+    assert!(
+        table.get("remote::never_called").is_some(),
+        "never called, still registered"
+    );
 }
 
 #[test]
@@ -221,7 +253,10 @@ fn the_table_renders_as_text_and_json() {
     let text = table.to_string();
     let header = text.lines().next().unwrap();
     assert!(header.starts_with("NAME"), "{text}");
-    let line = text.lines().find(|l| l.starts_with("attribute::report ")).expect("a row per fn");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("attribute::report "))
+        .expect("a row per fn");
     assert!(line.contains("background"), "{line}");
     assert!(line.contains("5ms"), "{line}");
     assert!(line.ends_with("tests/attribute.rs:25"), "{line}");

@@ -13,11 +13,24 @@ async fn a_malformed_environment_is_ignored_not_half_applied() {
     std::env::set_var("SHED_CLASSES", "background=off,optional=maybe");
     std::env::set_var("SHED_MODE", "loud");
 
-    assert_eq!(analytics().await.unwrap(), "sent", "no switch of a malformed list applies");
+    assert_eq!(
+        analytics().await.unwrap(),
+        "sent",
+        "no switch of a malformed list applies"
+    );
     assert_eq!(Limiter::global().mode(), Mode::Enforce);
 
     let problems = shed::Config::from_env().check().unwrap_err().to_string();
-    assert!(problems.contains("SHED_CLASSES=`background=off,optional=maybe` is malformed"), "{problems}");
-    assert!(problems.contains("expected `on` or `off`, got `maybe`"), "{problems}");
-    assert!(problems.contains("SHED_MODE=`loud` is malformed"), "{problems}");
+    assert!(
+        problems.contains("SHED_CLASSES=`background=off,optional=maybe` is malformed"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("expected `on` or `off`, got `maybe`"),
+        "{problems}"
+    );
+    assert!(
+        problems.contains("SHED_MODE=`loud` is malformed"),
+        "{problems}"
+    );
 }

@@ -30,5 +30,11 @@ async fn classes_switch_off_from_the_environment_without_a_rebuild() {
     global.set_class_enabled("background", true).unwrap();
     assert_eq!(analytics().await.unwrap(), "sent");
     let stats = global.stats();
-    assert_eq!(stats.class("background").unwrap().refused_for(Reason::Disabled), 1);
+    assert_eq!(
+        stats
+            .class("background")
+            .unwrap()
+            .refused_for(Reason::Disabled),
+        1
+    );
 }

@@ -45,7 +45,10 @@ fn every_problem_is_reported_at_once_with_its_location() {
         text.contains("the name `orders::create` is used by 2 guarded fns (tests/startup_check.rs:17, tests/startup_check.rs:22)"),
         "{text}"
     );
-    assert!(text.contains("SHED_CLASSES names class `archive`, which is not configured"), "{text}");
+    assert!(
+        text.contains("SHED_CLASSES names class `archive`, which is not configured"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -57,15 +60,26 @@ fn a_failed_check_installs_nothing_and_a_fixed_one_installs() {
         .capacity(64)
         .class(ClassSpec::new("batch", 3).share(0.25));
     let errors = fixed.clone().check().unwrap_err();
-    assert_eq!(errors.problems().len(), 1, "only the duplicate name is left: {errors}");
+    assert_eq!(
+        errors.problems().len(),
+        1,
+        "only the duplicate name is left: {errors}"
+    );
     let problem = &errors.problems()[0];
     assert_eq!(problem.location(), Some("tests/startup_check.rs:17"));
-    assert!(problem.message().contains("give each a unique `name"), "{problem}");
+    assert!(
+        problem.message().contains("give each a unique `name"),
+        "{problem}"
+    );
 
     // A limiter built without the table check serves these fns anyway.
     let limiter = fixed.build().unwrap();
     assert_eq!(limiter.capacity(), 64);
-    assert_eq!(Limiter::global().capacity(), u64::from(shed::DEFAULT_CAPACITY), "nothing installed");
+    assert_eq!(
+        Limiter::global().capacity(),
+        u64::from(shed::DEFAULT_CAPACITY),
+        "nothing installed"
+    );
 }
 
 #[tokio::test]

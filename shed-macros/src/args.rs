@@ -44,10 +44,6 @@ impl Args {
         let parser = syn::meta::parser(|meta| {
             if let Err(e) = args.key(&meta) {
                 errors.push(e);
-                // Skip the value so the following keys are still checked.
-                if meta.input.peek(syn::Token![=]) {
-                    let _ = meta.value().and_then(|v| v.parse::<syn::Expr>());
-                }
             }
             Ok(())
         });
@@ -58,6 +54,9 @@ impl Args {
     }
 
     fn key(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        // Read the whole value first, so that a wrong value still lets the
+        // following keys be checked.
+        let value: syn::Expr = meta.value()?.parse()?;
         let key = meta
             .path
             .get_ident()
@@ -74,39 +73,57 @@ impl Args {
             return Err(meta.error(format!("duplicate key `{key}`: give each key once")));
         }
         self.seen.push(key.clone());
-        let value = meta.value()?;
         match key.as_str() {
             "class" => {
-                let lit: LitStr = value.parse().map_err(|e| expected(e, "a class name, like `class = \"background\"`"))?;
+                let lit: LitStr = literal(&value)
+                    .map_err(|e| expected(e, "a class name, like `class = \"background\"`"))?;
                 if lit.value().trim().is_empty() {
-                    return Err(syn::Error::new(lit.span(), "empty class name: write a configured class, like `class = \"background\"`"));
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "empty class name: write a configured class, like `class = \"background\"`",
+                    ));
                 }
                 self.class = Some(lit);
             }
             "max_wait" => {
-                let lit: LitStr = value.parse().map_err(|e| expected(e, "a duration string, like `max_wait = \"5ms\"`"))?;
-                let parsed = duration::parse(&lit.value()).map_err(|m| syn::Error::new(lit.span(), m))?;
+                let lit: LitStr = literal(&value)
+                    .map_err(|e| expected(e, "a duration string, like `max_wait = \"5ms\"`"))?;
+                let parsed =
+                    duration::parse(&lit.value()).map_err(|m| syn::Error::new(lit.span(), m))?;
                 self.max_wait = Some((parsed, lit.span()));
             }
             "weight" => {
-                let lit: LitInt = value.parse().map_err(|e| expected(e, "a whole number of slots, like `weight = 3`"))?;
+                let lit: LitInt = literal(&value)
+                    .map_err(|e| expected(e, "a whole number of slots, like `weight = 3`"))?;
                 let weight: u32 = lit.base10_parse().map_err(|_| {
                     syn::Error::new(lit.span(), "weight must be a whole number of slots from 1 to 4294967295, like `weight = 3`")
                 })?;
                 if weight == 0 {
-                    return Err(syn::Error::new(lit.span(), "weight must be at least 1: every call holds at least one slot"));
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "weight must be at least 1: every call holds at least one slot",
+                    ));
                 }
                 self.weight = Some((weight, lit.span()));
             }
             "name" => {
-                let lit: LitStr = value.parse().map_err(|e| expected(e, "a name string, like `name = \"orders::create\"`"))?;
+                let lit: LitStr = literal(&value)
+                    .map_err(|e| expected(e, "a name string, like `name = \"orders::create\"`"))?;
                 if lit.value().trim().is_empty() {
-                    return Err(syn::Error::new(lit.span(), "empty name: leave `name` out to use `module::path::fn`, or write one"));
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "empty name: leave `name` out to use `module::path::fn`, or write one",
+                    ));
                 }
                 self.name = Some(lit);
             }
             "crate" => {
-                let lit: LitStr = value.parse().map_err(|e| expected(e, "the path of the renamed `shed` crate, like `crate = \"my_shed\"`"))?;
+                let lit: LitStr = literal(&value).map_err(|e| {
+                    expected(
+                        e,
+                        "the path of the renamed `shed` crate, like `crate = \"my_shed\"`",
+                    )
+                })?;
                 let path: syn::Path = lit.parse().map_err(|_| {
                     syn::Error::new(lit.span(), "expected a path to the `shed` crate, like `crate = \"my_shed\"` or `crate = \"::deps::shed\"`")
                 })?;
@@ -118,7 +135,14 @@ impl Args {
     }
 }
 
+/// The value as a literal of the kind the key takes.
+fn literal<T: syn::parse::Parse>(value: &syn::Expr) -> syn::Result<T> {
+    match value {
+        syn::Expr::Lit(lit) => syn::parse2(quote::ToTokens::to_token_stream(&lit.lit)),
+        other => Err(syn::Error::new_spanned(other, "not a literal")),
+    }
+}
+
 fn expected(error: syn::Error, what: &str) -> syn::Error {
     syn::Error::new(error.span(), format!("expected {what}"))
 }
-

@@ -19,9 +19,8 @@ pub(crate) fn parse(text: &str) -> Result<Duration, String> {
             "a duration cannot be negative: {EXAMPLES} (use \"0ms\" to refuse instead of waiting)"
         ));
     }
-    let duration = humantime::parse_duration(trimmed).map_err(|e| {
-        format!("`{trimmed}` is not a duration ({e}): {EXAMPLES}")
-    })?;
+    let duration = humantime::parse_duration(trimmed)
+        .map_err(|e| format!("`{trimmed}` is not a duration ({e}): {EXAMPLES}"))?;
     if duration > MAX {
         return Err(format!(
             "`{trimmed}` is out of range: a max_wait must be at most 1h; {EXAMPLES}"

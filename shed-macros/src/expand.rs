@@ -58,6 +58,24 @@ fn with_errors(item: TokenStream, errors: Errors) -> TokenStream {
     quote!(#compile_errors #item)
 }
 
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let proc_macro2::TokenTree::Group(group) = &token {
+                let mut inner =
+                    proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                token = inner.into();
+            } else if !matches!(&token, proc_macro2::TokenTree::Ident(i) if i == "__shed_rejected")
+            {
+                token.set_span(span);
+            }
+            token
+        })
+        .collect()
+}
+
 fn first_token_span(item: &TokenStream) -> Span {
     item.clone()
         .into_iter()
@@ -105,7 +123,12 @@ fn rewrite(args: &Args, item: FnItem) -> TokenStream {
     };
     let permit = syn::Ident::new("__shed_permit", Span::mixed_site());
     let rejected = syn::Ident::new("__shed_rejected", Span::mixed_site());
-    let refuse = quote_spanned!(refuse_span=> #krate::__private::refuse(#rejected));
+    // Every token of the call carries the return type's span, so an
+    // unfit return type is reported there.
+    let refuse = respan(
+        quote!(#krate::__private::refuse::<_>(#rejected)),
+        refuse_span,
+    );
 
     let inner_attrs = &body.inner_attrs;
     let rest = &body.rest;
@@ -124,7 +147,8 @@ fn rewrite(args: &Args, item: FnItem) -> TokenStream {
         #rest
     };
     // Keep the body's braces on their original span.
-    let mut group = proc_macro2::Group::new(proc_macro2::Delimiter::Brace, std::mem::take(&mut block));
+    let mut group =
+        proc_macro2::Group::new(proc_macro2::Delimiter::Brace, std::mem::take(&mut block));
     group.set_span(body.brace.span());
     quote! {
         #(#outer_attrs)*

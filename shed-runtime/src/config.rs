@@ -95,7 +95,9 @@ impl Config {
         if let Some(raw) = var(ENV_MODE) {
             match raw.parse::<Mode>() {
                 Ok(mode) => self.mode = mode,
-                Err(e) => self.env_problems.push(Problem::env(ENV_MODE, &raw, e.to_string())),
+                Err(e) => self
+                    .env_problems
+                    .push(Problem::env(ENV_MODE, &raw, e.to_string())),
             }
         }
         if let Some(raw) = var(ENV_CAPACITY) {
@@ -110,8 +112,12 @@ impl Config {
         }
         if let Some(raw) = var(ENV_CLASSES) {
             match parse_class_switches(&raw) {
-                Ok(switches) => self.env_problems.push(Problem::pending_switches(raw, switches)),
-                Err(message) => self.env_problems.push(Problem::env(ENV_CLASSES, &raw, message)),
+                Ok(switches) => self
+                    .env_problems
+                    .push(Problem::pending_switches(raw, switches)),
+                Err(message) => self
+                    .env_problems
+                    .push(Problem::env(ENV_CLASSES, &raw, message)),
             }
         }
         self
@@ -244,7 +250,9 @@ impl Config {
             )));
         }
         if self.classes.is_empty() {
-            problems.push(Problem::plain("at least one class must be configured".into()));
+            problems.push(Problem::plain(
+                "at least one class must be configured".into(),
+            ));
         }
         for (i, class) in self.classes.iter().enumerate() {
             if let Err(message) = class.validate() {
@@ -473,7 +481,11 @@ impl ConfigErrors {
 impl fmt::Display for ConfigErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.problems.len();
-        writeln!(f, "{n} shed configuration problem{}:", if n == 1 { "" } else { "s" })?;
+        writeln!(
+            f,
+            "{n} shed configuration problem{}:",
+            if n == 1 { "" } else { "s" }
+        )?;
         for problem in &self.problems {
             writeln!(f, "  - {problem}")?;
         }
@@ -508,7 +520,10 @@ mod tests {
     fn class_switches_parse_all_or_nothing() {
         assert_eq!(
             parse_class_switches(" background=off , optional=ON,,"),
-            Ok(vec![("background".into(), false), ("optional".into(), true)])
+            Ok(vec![
+                ("background".into(), false),
+                ("optional".into(), true)
+            ])
         );
         let err = parse_class_switches("background=off,optional,batch=maybe").unwrap_err();
         assert!(err.contains("`optional` is not"), "{err}");
@@ -533,7 +548,11 @@ mod tests {
             "{text}"
         );
         let limiter = config.build_lenient();
-        assert_eq!(limiter.class_enabled("background"), Some(true), "half-applied switches");
+        assert_eq!(
+            limiter.class_enabled("background"),
+            Some(true),
+            "half-applied switches"
+        );
         assert_eq!(limiter.mode(), Mode::Enforce);
         assert_eq!(limiter.capacity(), u64::from(DEFAULT_CAPACITY));
     }

@@ -1,14 +1,14 @@
 //! Synchronisation primitives, swapped for `loom`'s model-checked versions
-//! under `cfg(loom)` so the limiter's state machine can be model-checked.
+//! under `cfg(shed_loom)` so the limiter's state machine can be model-checked.
 
-#[cfg(loom)]
+#[cfg(shed_loom)]
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-#[cfg(loom)]
+#[cfg(shed_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
-#[cfg(not(loom))]
+#[cfg(not(shed_loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-#[cfg(not(loom))]
+#[cfg(not(shed_loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Locks a mutex, ignoring poisoning: every critical section in this crate
@@ -16,12 +16,14 @@ pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 /// lock carries no broken invariant and refusing to continue would only turn
 /// one panic into many.
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    #[cfg(loom)]
+    #[cfg(shed_loom)]
     {
         mutex.lock().unwrap()
     }
-    #[cfg(not(loom))]
+    #[cfg(not(shed_loom))]
     {
-        mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        mutex
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

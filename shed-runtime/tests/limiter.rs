@@ -15,8 +15,12 @@ fn limiter(capacity: u32) -> Limiter {
         .capacity(capacity)
         .classes([
             ClassSpec::new("critical", 0).max_wait(Duration::from_millis(100)),
-            ClassSpec::new("optional", 1).share(0.75).max_wait(Duration::from_millis(100)),
-            ClassSpec::new("background", 2).share(0.5).max_wait(Duration::from_millis(100)),
+            ClassSpec::new("optional", 1)
+                .share(0.75)
+                .max_wait(Duration::from_millis(100)),
+            ClassSpec::new("background", 2)
+                .share(0.5)
+                .max_wait(Duration::from_millis(100)),
         ])
         .queue_bound(64)
         .build()
@@ -74,12 +78,19 @@ async fn in_flight_weight_never_exceeds_capacity() {
         .collect();
     for _ in 0..200 {
         settle().await;
-        assert!(limiter.in_flight() <= 5, "in flight {}", limiter.in_flight());
+        assert!(
+            limiter.in_flight() <= 5,
+            "in flight {}",
+            limiter.in_flight()
+        );
         advance(Duration::from_millis(1)).await;
     }
     for call in calls {
         if let Err(refused) = call.await.unwrap() {
-            assert!(matches!(refused.reason(), Reason::MaxWait | Reason::QueueFull), "{refused}");
+            assert!(
+                matches!(refused.reason(), Reason::MaxWait | Reason::QueueFull),
+                "{refused}"
+            );
         }
     }
     assert_eq!(limiter.in_flight(), 0);
@@ -95,13 +106,23 @@ async fn max_wait_refusal_takes_no_slot() {
     let refused = limiter.acquire("critical", 1, "late").await.unwrap_err();
     assert_eq!(refused.reason(), Reason::MaxWait);
     assert_eq!(refused.name(), "late");
-    assert_eq!(Instant::now() - arrived, Duration::from_millis(100), "refused when its budget ran out");
+    assert_eq!(
+        Instant::now() - arrived,
+        Duration::from_millis(100),
+        "refused when its budget ran out"
+    );
     assert_eq!(limiter.in_flight(), 1, "the refused call holds nothing");
     assert_eq!(limiter.stats().queued, 0);
     drop(holder);
     assert_eq!(limiter.in_flight(), 0);
     let stats = limiter.stats();
-    assert_eq!(stats.class("critical").unwrap().refused_for(Reason::MaxWait), 1);
+    assert_eq!(
+        stats
+            .class("critical")
+            .unwrap()
+            .refused_for(Reason::MaxWait),
+        1
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -114,7 +135,11 @@ async fn a_waiter_admitted_within_its_budget_runs() {
     assert_eq!(limiter.stats().queued, 1);
     let started_first = first.await.unwrap().unwrap();
     let started_second = second.await.unwrap().unwrap();
-    assert_eq!(started_second - started_first, Duration::from_millis(60), "waited 60ms of its 100ms");
+    assert_eq!(
+        started_second - started_first,
+        Duration::from_millis(60),
+        "waited 60ms of its 100ms"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -133,7 +158,10 @@ async fn expired_waiters_hand_the_slot_to_the_next() {
     settle().await;
     let patient = spawn_call(&limiter, "critical", 1, Duration::from_millis(1));
     settle().await;
-    assert_eq!(impatient.await.unwrap().unwrap_err().reason(), Reason::MaxWait);
+    assert_eq!(
+        impatient.await.unwrap().unwrap_err().reason(),
+        Reason::MaxWait
+    );
     let started_holder = holder.await.unwrap().unwrap();
     let started_patient = patient.await.unwrap().unwrap();
     assert_eq!(started_patient - started_holder, Duration::from_millis(50));
@@ -159,7 +187,10 @@ async fn a_full_queue_evicts_lower_classes_for_higher_ones() {
     let mut background = limiter.acquire("background", 1, "bg");
     assert!(poll_once(&mut background).is_pending());
     let mut critical = limiter.acquire("critical", 1, "crit");
-    assert!(poll_once(&mut critical).is_pending(), "critical takes the queued place");
+    assert!(
+        poll_once(&mut critical).is_pending(),
+        "critical takes the queued place"
+    );
     match poll_once(&mut background) {
         Poll::Ready(Err(r)) => assert_eq!(r.reason(), Reason::QueueFull),
         other => panic!("background should be evicted, got {other:?}"),
@@ -173,7 +204,13 @@ async fn waiters_are_served_by_rank_then_arrival() {
     let holder = limiter.acquire("critical", 1, "holder").await.unwrap();
     let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut calls = Vec::new();
-    for (label, class) in [("bg1", "background"), ("opt1", "optional"), ("crit1", "critical"), ("opt2", "optional"), ("crit2", "critical")] {
+    for (label, class) in [
+        ("bg1", "background"),
+        ("opt1", "optional"),
+        ("crit1", "critical"),
+        ("opt2", "optional"),
+        ("crit2", "critical"),
+    ] {
         let limiter = limiter.clone();
         let order = order.clone();
         calls.push(tokio::spawn(async move {
@@ -187,7 +224,10 @@ async fn waiters_are_served_by_rank_then_arrival() {
     for call in calls {
         call.await.unwrap();
     }
-    assert_eq!(*order.lock().unwrap(), ["crit1", "crit2", "opt1", "opt2", "bg1"]);
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["crit1", "crit2", "opt1", "opt2", "bg1"]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -196,12 +236,18 @@ async fn a_class_never_holds_more_than_its_share() {
     let a = limiter.acquire("background", 1, "a").await.unwrap();
     let b = limiter.acquire("background", 1, "b").await.unwrap();
     let mut third = limiter.acquire("background", 1, "c");
-    assert!(poll_once(&mut third).is_pending(), "background's share of 4 is 2");
+    assert!(
+        poll_once(&mut third).is_pending(),
+        "background's share of 4 is 2"
+    );
     // Other classes still use the free slots.
     let critical = limiter.acquire("critical", 2, "crit").await.unwrap();
     assert_eq!(limiter.in_flight(), 4);
     drop(critical);
-    assert!(poll_once(&mut third).is_pending(), "free slots, but the class is at its share");
+    assert!(
+        poll_once(&mut third).is_pending(),
+        "free slots, but the class is at its share"
+    );
     drop(a);
     let c = match poll_once(&mut third) {
         Poll::Ready(Ok(permit)) => permit,
@@ -217,7 +263,9 @@ async fn floors_keep_low_classes_from_starving() {
         .capacity(2)
         .classes([
             ClassSpec::new("critical", 0).max_wait(Duration::from_secs(10)),
-            ClassSpec::new("background", 1).floor(1).max_wait(Duration::from_secs(10)),
+            ClassSpec::new("background", 1)
+                .floor(1)
+                .max_wait(Duration::from_secs(10)),
         ])
         .build()
         .unwrap();
@@ -246,7 +294,10 @@ async fn a_heavy_waiter_is_not_overtaken_by_light_ones() {
     let mut heavy = limiter.acquire("critical", 3, "heavy");
     assert!(poll_once(&mut heavy).is_pending());
     let mut light = limiter.acquire("critical", 1, "light");
-    assert!(poll_once(&mut light).is_pending(), "one slot is free, but the heavy call is ahead");
+    assert!(
+        poll_once(&mut light).is_pending(),
+        "one slot is free, but the heavy call is ahead"
+    );
     drop(held);
     let Poll::Ready(Ok(_heavy)) = poll_once(&mut heavy) else {
         panic!("the heavy call goes first");
@@ -262,7 +313,10 @@ async fn too_heavy_calls_are_refused_at_once() {
     let limiter = limiter(4);
     let refused = limiter.acquire("critical", 5, "huge").await.unwrap_err();
     assert_eq!(refused.reason(), Reason::TooHeavy);
-    let refused = limiter.acquire("background", 3, "over its share").await.unwrap_err();
+    let refused = limiter
+        .acquire("background", 3, "over its share")
+        .await
+        .unwrap_err();
     assert_eq!(refused.reason(), Reason::TooHeavy);
     assert_eq!(limiter.in_flight(), 0);
 }
@@ -274,12 +328,19 @@ async fn a_deadline_shorter_than_the_service_time_is_refused_before_waiting() {
         .default_service_time(Duration::from_millis(20))
         .build()
         .unwrap();
-    let refused = shed_runtime::with_timeout(Duration::from_millis(10), limiter.acquire("critical", 1, "hurried"))
-        .await
-        .unwrap_err();
+    let refused = shed_runtime::with_timeout(
+        Duration::from_millis(10),
+        limiter.acquire("critical", 1, "hurried"),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(refused.reason(), Reason::Deadline);
     assert_eq!(limiter.in_flight(), 0);
-    let admitted = shed_runtime::with_timeout(Duration::from_millis(30), limiter.acquire("critical", 1, "in time")).await;
+    let admitted = shed_runtime::with_timeout(
+        Duration::from_millis(30),
+        limiter.acquire("critical", 1, "in time"),
+    )
+    .await;
     assert!(admitted.is_ok());
 }
 
@@ -292,11 +353,18 @@ async fn a_waiter_gives_up_when_its_deadline_can_no_longer_be_met() {
         .unwrap();
     let _holder = limiter.acquire("critical", 1, "holder").await.unwrap();
     let arrived = Instant::now();
-    let refused = shed_runtime::with_timeout(Duration::from_millis(45), limiter.acquire("critical", 1, "waiting"))
-        .await
-        .unwrap_err();
+    let refused = shed_runtime::with_timeout(
+        Duration::from_millis(45),
+        limiter.acquire("critical", 1, "waiting"),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(refused.reason(), Reason::Deadline);
-    assert_eq!(Instant::now() - arrived, Duration::from_millis(25), "deadline minus service time");
+    assert_eq!(
+        Instant::now() - arrived,
+        Duration::from_millis(25),
+        "deadline minus service time"
+    );
     assert_eq!(limiter.stats().queued, 0);
 }
 
@@ -316,21 +384,42 @@ async fn a_switched_off_class_is_refused_and_its_waiters_too() {
     assert_eq!(refused.retry_after(), Duration::from_secs(5));
     drop(holder);
     assert_eq!(limiter.in_flight(), 0);
-    assert!(limiter.set_class_enabled("nosuch", false).unwrap_err().to_string().contains("known classes: critical, optional, background"));
+    assert!(limiter
+        .set_class_enabled("nosuch", false)
+        .unwrap_err()
+        .to_string()
+        .contains("known classes: critical, optional, background"));
     limiter.set_class_enabled("optional", true).unwrap();
     assert!(limiter.acquire("optional", 1, "back").await.is_ok());
 }
 
 #[tokio::test(start_paused = true)]
 async fn observe_mode_counts_refusals_but_admits_everything() {
-    let limiter = Config::new().capacity(1).mode(Mode::Observe).build().unwrap();
+    let limiter = Config::new()
+        .capacity(1)
+        .mode(Mode::Observe)
+        .build()
+        .unwrap();
     limiter.set_class_enabled("background", false).unwrap();
     let a = limiter.acquire("critical", 1, "a").await.unwrap();
-    let b = limiter.acquire("critical", 1, "over the limit").await.unwrap();
-    let c = limiter.acquire("background", 1, "switched off").await.unwrap();
-    assert_eq!(limiter.in_flight(), 3, "observe mode shows real concurrency");
+    let b = limiter
+        .acquire("critical", 1, "over the limit")
+        .await
+        .unwrap();
+    let c = limiter
+        .acquire("background", 1, "switched off")
+        .await
+        .unwrap();
+    assert_eq!(
+        limiter.in_flight(),
+        3,
+        "observe mode shows real concurrency"
+    );
     let stats = limiter.stats();
-    assert_eq!(stats.class("background").unwrap().observed_refusals, vec![(Reason::Disabled, 1)]);
+    assert_eq!(
+        stats.class("background").unwrap().observed_refusals,
+        vec![(Reason::Disabled, 1)]
+    );
     assert_eq!(stats.class("background").unwrap().refused_total(), 0);
     drop((a, b, c));
     assert_eq!(limiter.in_flight(), 0);
@@ -434,8 +523,14 @@ async fn scoped_limiters_do_not_share_state() {
 #[test]
 fn a_refusal_explains_itself() {
     let limiter = Limiter::builder().capacity(1).build().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
-    let refused = rt.block_on(limiter.acquire("nosuch", 1, "orders::create")).unwrap_err();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let refused = rt
+        .block_on(limiter.acquire("nosuch", 1, "orders::create"))
+        .unwrap_err();
     assert_eq!(refused.reason(), Reason::UnknownClass);
     assert!(refused.is_retryable());
     let error: Box<dyn std::error::Error> = Box::new(refused);

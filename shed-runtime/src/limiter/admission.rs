@@ -105,7 +105,14 @@ fn far_future() -> Instant {
 impl Wait {
     fn outcome(&mut self, status: Status) -> Result<Permit, Rejected> {
         self.done = true;
-        outcome(&self.held, &self.waiter, status, self.name, self.expected, self.stats)
+        outcome(
+            &self.held,
+            &self.waiter,
+            status,
+            self.name,
+            self.expected,
+            self.stats,
+        )
     }
 }
 
@@ -125,7 +132,13 @@ fn outcome(
             let counters = &held.core.classes[class].counters;
             counters.count_admitted();
             counters.record_queue_wait(now.saturating_duration_since(waiter.arrived));
-            Ok(Permit::new(held.clone(), class, waiter.weight, Some(now), stats))
+            Ok(Permit::new(
+                held.clone(),
+                class,
+                waiter.weight,
+                Some(now),
+                stats,
+            ))
         }
         Status::Refused(reason) => Err(held.rejected(class, reason, name, expected)),
         Status::Pending => unreachable!("a settled waiter is never pending"),
@@ -139,11 +152,15 @@ impl Future for Admission {
         let this = self.get_mut();
         if let State::Start(request) = &mut this.state {
             let r = request.take().expect("admission polled after completion");
-            *this = r.held.decide(r.class, r.weight, r.name, r.max_wait, r.policy);
+            *this = r
+                .held
+                .decide(r.class, r.weight, r.name, r.max_wait, r.policy);
         }
         match &mut this.state {
             State::Start(_) => unreachable!("decided above"),
-            State::Ready(result) => Poll::Ready(result.take().expect("admission polled after completion")),
+            State::Ready(result) => {
+                Poll::Ready(result.take().expect("admission polled after completion"))
+            }
             State::Waiting(wait) => {
                 assert!(!wait.done, "admission polled after completion");
                 let status = match wait.waiter.status() {

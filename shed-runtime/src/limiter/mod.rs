@@ -7,7 +7,7 @@ mod permit;
 pub(crate) mod queue;
 pub(crate) mod state;
 
-#[cfg(all(test, loom))]
+#[cfg(all(test, shed_loom))]
 mod loom_tests;
 
 use std::cell::Cell;
@@ -174,7 +174,10 @@ impl Limiter {
     /// The call waits at most the class's default `max_wait`.
     pub fn acquire(&self, class: &str, weight: u32, name: &'static str) -> Admission {
         let held = Held::Scoped(Arc::clone(&self.inner));
-        let class = self.inner.class_index(class).ok_or(class_name_for_unknown(class));
+        let class = self
+            .inner
+            .class_index(class)
+            .ok_or(class_name_for_unknown(class));
         held.admit(class, u64::from(weight), name, None, None)
     }
 
@@ -340,7 +343,12 @@ impl Held {
             Ok(class) => class,
             Err(reason) => {
                 let class_name = policy.map_or("unknown", |(_, c)| c);
-                let rejected = Rejected::new(reason, class_name, name, self.retry_after(reason, Duration::ZERO));
+                let rejected = Rejected::new(
+                    reason,
+                    class_name,
+                    name,
+                    self.retry_after(reason, Duration::ZERO),
+                );
                 if mode == Mode::Observe {
                     return Admission::ready(Ok(Permit::bypass()));
                 }
@@ -370,7 +378,12 @@ impl Held {
                 return self.admit_unchecked(class, weight, now, stats);
             }
             state.counters.count_refusal(reason);
-            let rejected = Rejected::new(reason, state.spec.name(), name, self.retry_after(reason, expected));
+            let rejected = Rejected::new(
+                reason,
+                state.spec.name(),
+                name,
+                self.retry_after(reason, expected),
+            );
             return Admission::ready(Err(rejected));
         }
 
@@ -416,7 +429,13 @@ impl Held {
         Admission::ready(Ok(Permit::new(self, class, weight, start, stats)))
     }
 
-    pub(crate) fn rejected(&self, class: usize, reason: Reason, name: &'static str, expected: Duration) -> Rejected {
+    pub(crate) fn rejected(
+        &self,
+        class: usize,
+        reason: Reason,
+        name: &'static str,
+        expected: Duration,
+    ) -> Rejected {
         Rejected::new(
             reason,
             self.core.classes[class].spec.name(),

@@ -145,7 +145,11 @@ impl WaitQueue {
 
     /// Removes the newest waiter of the lowest-priority class ranked below
     /// `rank`, to make room for a more important arrival.
-    pub(crate) fn evict_below(&mut self, rank_of: impl Fn(usize) -> u32, rank: u32) -> Option<Arc<Waiter>> {
+    pub(crate) fn evict_below(
+        &mut self,
+        rank_of: impl Fn(usize) -> u32,
+        rank: u32,
+    ) -> Option<Arc<Waiter>> {
         let class = self
             .by_rank
             .iter()

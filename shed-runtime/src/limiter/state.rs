@@ -64,10 +64,12 @@ impl AdmissionWord {
             if !allowed(s) || s.in_flight + weight > s.capacity {
                 return false;
             }
-            match self
-                .0
-                .compare_exchange_weak(word, word + weight, Ordering::SeqCst, Ordering::SeqCst)
-            {
+            match self.0.compare_exchange_weak(
+                word,
+                word + weight,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
                 Ok(_) => return true,
                 Err(actual) => word = actual,
             }
@@ -114,7 +116,7 @@ impl AdmissionWord {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(shed_loom)))]
 mod tests {
     use super::*;
 
@@ -126,7 +128,10 @@ mod tests {
         assert!(word.try_take_uncontended(1));
         assert!(!word.give_back(1));
         word.set_waiters(true);
-        assert!(!word.try_take_uncontended(1), "fast path must yield to waiters");
+        assert!(
+            !word.try_take_uncontended(1),
+            "fast path must yield to waiters"
+        );
         assert!(word.try_take_queued(1));
         assert!(word.give_back(3));
         assert_eq!(

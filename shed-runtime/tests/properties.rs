@@ -1,0 +1,155 @@
+//! Property test: random interleavings of arrivals, weights, classes,
+//! completions, panics and cancellations never exceed the capacity or a
+//! class's share, and always drain to nothing in flight and nothing queued.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use shed_runtime::{ClassSpec, Config, Limiter};
+use tokio::task::JoinHandle;
+
+const CAPACITY: u32 = 6;
+const CLASSES: [&str; 3] = ["critical", "optional", "background"];
+
+#[derive(Debug, Clone, Copy)]
+enum Fate {
+    Complete,
+    Panic,
+    /// Aborted this many ms after arriving, waiting or running.
+    Cancel(u64),
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Arrive {
+        class: usize,
+        weight: u32,
+        hold_ms: u64,
+        fate: Fate,
+    },
+    Advance(u64),
+    Toggle(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let fate = prop_oneof![
+        6 => Just(Fate::Complete),
+        1 => Just(Fate::Panic),
+        2 => (0u64..15).prop_map(Fate::Cancel),
+    ];
+    prop_oneof![
+        6 => (0..3usize, 1..=3u32, 0u64..20, fate).prop_map(|(class, weight, hold_ms, fate)| Op::Arrive { class, weight, hold_ms, fate }),
+        3 => (0u64..8).prop_map(Op::Advance),
+        1 => (0..3usize).prop_map(Op::Toggle),
+    ]
+}
+
+fn limiter() -> Limiter {
+    Config::new()
+        .capacity(CAPACITY)
+        .classes([
+            ClassSpec::new("critical", 0).max_wait(Duration::from_millis(30)),
+            ClassSpec::new("optional", 1)
+                .share(0.5)
+                .floor(1)
+                .max_wait(Duration::from_millis(10)),
+            ClassSpec::new("background", 2)
+                .share(0.34)
+                .max_wait(Duration::from_millis(5)),
+        ])
+        .queue_bound(8)
+        .build()
+        .unwrap()
+}
+
+fn check_bounds(limiter: &Limiter) {
+    let stats = limiter.stats();
+    assert!(stats.in_flight <= stats.capacity, "{stats:?}");
+    let limits = [6, 3, 2];
+    for (class, limit) in stats.classes.iter().zip(limits) {
+        assert!(
+            class.in_flight <= limit,
+            "{} holds {} > {limit}: {stats:?}",
+            class.class,
+            class.in_flight
+        );
+    }
+    let sum: u64 = stats.classes.iter().map(|c| c.in_flight).sum();
+    assert_eq!(sum, stats.in_flight, "class weights add up to the total");
+}
+
+async fn settle() {
+    for _ in 0..8 {
+        tokio::task::yield_now().await;
+    }
+}
+
+fn run(ops: Vec<Op>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let limiter = limiter();
+        let mut enabled = [true; 3];
+        let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Arrive {
+                    class,
+                    weight,
+                    hold_ms,
+                    fate,
+                } => {
+                    let l = limiter.clone();
+                    let call = tokio::spawn(async move {
+                        if let Ok(_permit) = l.acquire(CLASSES[class], weight, "prop").await {
+                            tokio::time::sleep(Duration::from_millis(hold_ms)).await;
+                            if matches!(fate, Fate::Panic) {
+                                panic!("a handler panicked");
+                            }
+                        }
+                    });
+                    if let Fate::Cancel(after) = fate {
+                        let handle = call.abort_handle();
+                        tasks.push(tokio::spawn(async move {
+                            tokio::time::sleep(Duration::from_millis(after)).await;
+                            handle.abort();
+                        }));
+                    }
+                    tasks.push(call);
+                }
+                Op::Advance(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+                Op::Toggle(class) => {
+                    enabled[class] = !enabled[class];
+                    limiter
+                        .set_class_enabled(CLASSES[class], enabled[class])
+                        .unwrap();
+                }
+            }
+            settle().await;
+            check_bounds(&limiter);
+        }
+        for task in tasks {
+            let _ = task.await; // panics and cancellations are part of the test
+            check_bounds(&limiter);
+        }
+        let stats = limiter.stats();
+        assert_eq!(
+            (stats.in_flight, stats.queued, stats.queued_weight),
+            (0, 0, 0),
+            "{stats:?}"
+        );
+        assert!(stats.classes.iter().all(|c| c.in_flight == 0), "{stats:?}");
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn never_over_capacity_and_always_drains(ops in proptest::collection::vec(op(), 1..60)) {
+        run(ops);
+    }
+}
