@@ -140,9 +140,13 @@ fn rewrite(args: &Args, item: FnItem) -> TokenStream {
         #krate::__private::inventory::submit! {
             #krate::__private::Registration(&__SHED_POLICY)
         }
-        let #permit = match #krate::__private::admit(&__SHED_POLICY).await {
-            ::core::result::Result::Ok(permit) => permit,
-            ::core::result::Result::Err(#rejected) => return #refuse,
+        let #permit = match #krate::__private::admit(&__SHED_POLICY) {
+            #krate::__private::Decision::Admitted(permit) => permit,
+            #krate::__private::Decision::Refused(#rejected) => return #refuse,
+            #krate::__private::Decision::Wait(admission) => match admission.await {
+                ::core::result::Result::Ok(permit) => permit,
+                ::core::result::Result::Err(#rejected) => return #refuse,
+            },
         };
         #rest
     };

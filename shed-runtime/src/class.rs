@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
+use crate::limiter::state::ClassWord;
 use crate::metrics::ClassCounters;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, Ordering};
 
 /// One part per million: shares are stored as integers so the hot path
 /// computes a class's limit with one multiply and one divide.
@@ -133,24 +134,42 @@ impl ClassSpec {
 }
 
 /// A class's live state inside a limiter.
+///
+/// A class whose share or floor must be enforced keeps its own word of
+/// in-flight weight and admissions (*tracked*). The first class with a
+/// full share and no floor needs neither, so it keeps none: it is the
+/// *residual* class, whose figures are the limiter's totals minus the
+/// tracked classes'. With the default classes that is `critical`, whose
+/// calls then cost one atomic operation to admit and one to release.
 #[derive(Debug)]
 pub(crate) struct ClassState {
     pub(crate) spec: ClassSpec,
     share_ppm: u64,
+    tracked: bool,
     pub(crate) enabled: AtomicBool,
-    /// Weight currently held by calls of this class.
-    pub(crate) in_flight: AtomicU64,
+    word: ClassWord,
     pub(crate) counters: ClassCounters,
 }
 
 impl ClassState {
-    pub(crate) fn new(spec: ClassSpec) -> Self {
+    /// Builds the live states of `specs`, choosing the residual class.
+    pub(crate) fn all(specs: Vec<ClassSpec>) -> Vec<ClassState> {
+        let residual = specs.iter().position(|s| s.share >= 1.0 && s.floor == 0);
+        specs
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| ClassState::new(spec, Some(i) != residual))
+            .collect()
+    }
+
+    pub(crate) fn new(spec: ClassSpec, tracked: bool) -> Self {
         let share_ppm = ((spec.share * PPM as f64).round() as u64).clamp(1, PPM);
         Self {
             enabled: AtomicBool::new(spec.enabled),
             share_ppm,
+            tracked,
             spec,
-            in_flight: AtomicU64::new(0),
+            word: ClassWord::new(),
             counters: ClassCounters::default(),
         }
     }
@@ -172,30 +191,36 @@ impl ClassState {
         self.enabled.load(Ordering::Relaxed)
     }
 
-    /// Adds `weight` to the class's in-flight weight if that keeps it within
-    /// its share of `capacity`.
+    /// Takes `weight` from the class's share of `capacity`, if it has room.
     #[inline]
     pub(crate) fn try_take(&self, weight: u64, capacity: u64) -> bool {
-        let limit = self.limit(capacity);
-        let mut current = self.in_flight.load(Ordering::SeqCst);
-        loop {
-            if current + weight > limit {
-                return false;
-            }
-            match self.in_flight.compare_exchange_weak(
-                current,
-                current + weight,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => current = actual,
-            }
+        !self.tracked || self.word.try_take(weight, self.limit(capacity))
+    }
+
+    /// Undoes a `try_take` whose admission did not go through.
+    #[inline]
+    pub(crate) fn untake(&self, weight: u64) {
+        if self.tracked {
+            self.word.untake(weight);
+        }
+    }
+
+    pub(crate) fn take_unchecked(&self, weight: u64) {
+        if self.tracked {
+            self.word.take_unchecked(weight);
         }
     }
 
     #[inline]
     pub(crate) fn give_back(&self, weight: u64) {
-        self.in_flight.fetch_sub(weight, Ordering::SeqCst);
+        if self.tracked {
+            self.word.give_back(weight);
+        }
+    }
+
+    /// `(in_flight, admitted modulo 2^CLASS_ADMITTED_BITS)` of a tracked
+    /// class; `None` for the residual class.
+    pub(crate) fn tracked_counts(&self) -> Option<(u64, u64)> {
+        self.tracked.then(|| self.word.load())
     }
 }

@@ -74,7 +74,7 @@ impl Config {
             mode: Mode::Enforce,
             queue_bound: None,
             default_service: Duration::from_millis(1),
-            sample_every: 8,
+            sample_every: 64,
             env_problems: Vec::new(),
         }
     }
@@ -164,9 +164,10 @@ impl Config {
         self
     }
 
-    /// Measure the service time of one admitted call in `n` that did not
-    /// wait (default 8; calls that waited or carry a deadline are always
-    /// measured). 1 measures every call.
+    /// Measure the service time of about one admitted call in `n` (rounded
+    /// up to a power of two) among those that neither waited nor carry a
+    /// deadline; those are always measured. Default 64; 1 measures every
+    /// call.
     pub fn service_time_sampling(mut self, n: u32) -> Self {
         self.sample_every = n.max(1);
         self
@@ -202,7 +203,7 @@ impl Config {
                     ),
                 )),
                 Some(class) => {
-                    let limit = ClassState::new(class.clone()).limit(capacity);
+                    let limit = ClassState::new(class.clone(), true).limit(capacity);
                     if u64::from(policy.weight()) > limit {
                         problems.push(Problem::at(
                             &at,
@@ -299,7 +300,7 @@ impl Config {
 
     fn into_limiter(self) -> Limiter {
         let switches = self.valid_switches();
-        let classes = self
+        let specs = self
             .classes
             .into_iter()
             .map(|spec| {
@@ -308,9 +309,10 @@ impl Config {
                     .rev()
                     .find(|(name, _)| name == spec.name())
                     .map_or(spec.is_enabled(), |(_, on)| *on);
-                ClassState::new(spec.enabled(enabled))
+                spec.enabled(enabled)
             })
             .collect();
+        let classes = ClassState::all(specs);
         let capacity = u64::from(self.capacity.max(1)).min(MAX_CAPACITY);
         Limiter::from_parts(
             capacity,

@@ -5,10 +5,6 @@ use std::future::Future;
 
 use tokio::time::{Duration, Instant};
 
-tokio::task_local! {
-    static DEADLINE: Instant;
-}
-
 /// Runs `future` with `deadline` as the caller's deadline. Guarded calls
 /// inside it refuse to start (reason `deadline`) when the time left is
 /// shorter than their expected service time. A deadline nested inside
@@ -32,11 +28,7 @@ tokio::task_local! {
 /// # }
 /// ```
 pub fn with_deadline<F: Future>(deadline: Instant, future: F) -> impl Future<Output = F::Output> {
-    let effective = match self::deadline() {
-        Some(outer) if outer < deadline => outer,
-        _ => deadline,
-    };
-    DEADLINE.scope(effective, future)
+    crate::context::scope_deadline(deadline, future)
 }
 
 /// Runs `future` with a deadline `timeout` from now (see [`with_deadline`]).
@@ -46,5 +38,5 @@ pub fn with_timeout<F: Future>(timeout: Duration, future: F) -> impl Future<Outp
 
 /// The current task's deadline, if the caller set one.
 pub fn deadline() -> Option<Instant> {
-    DEADLINE.try_with(|d| *d).ok()
+    crate::context::current_deadline()
 }

@@ -7,6 +7,7 @@
 
 mod class;
 mod config;
+mod context;
 mod deadline;
 mod limiter;
 pub mod metrics;
@@ -30,7 +31,7 @@ pub use rejected::{FromRejected, Reason, Rejected};
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::limiter::admit;
+    pub use crate::limiter::{admit, Decision};
 
     /// The value a refused call returns, in the fn's own return type.
     #[inline]

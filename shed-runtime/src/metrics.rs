@@ -20,18 +20,22 @@
 //! | `shed_service_seconds` | histogram | how long admitted calls held their slots (sampled) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use crate::limiter::state::{ADMITTED_BITS, CLASS_ADMITTED_BITS};
 use crate::rejected::Reason;
 use crate::Limiter;
 
 const REASONS: usize = Reason::ALL.len();
 
 /// Per-class counters, incremented on the hot path with relaxed atomics.
+///
+/// Admissions are not counted here: the limiter's admission word and each
+/// tracked class's word count them in the same atomic operation that takes
+/// the slots (see [`AdmittedTotals`]).
 #[derive(Debug, Default)]
 pub(crate) struct ClassCounters {
-    pub(crate) admitted: AtomicU64,
     refused: [AtomicU64; REASONS],
     observed: [AtomicU64; REASONS],
     /// Histogram handles, registered by the reporter once a recorder exists.
@@ -45,11 +49,6 @@ pub(crate) struct ClassHandles {
 }
 
 impl ClassCounters {
-    #[inline]
-    pub(crate) fn count_admitted(&self) {
-        self.admitted.fetch_add(1, Ordering::Relaxed);
-    }
-
     #[inline]
     pub(crate) fn count_refusal(&self, reason: Reason) {
         self.refused[reason.index()].fetch_add(1, Ordering::Relaxed);
@@ -72,13 +71,65 @@ impl ClassCounters {
         }
     }
 
-    pub(crate) fn snapshot(&self) -> (u64, [u64; REASONS], [u64; REASONS]) {
+    pub(crate) fn snapshot(&self) -> ([u64; REASONS], [u64; REASONS]) {
         let read = |a: &[AtomicU64; REASONS]| std::array::from_fn(|i| a[i].load(Ordering::Relaxed));
-        (
-            self.admitted.load(Ordering::Relaxed),
-            read(&self.refused),
-            read(&self.observed),
-        )
+        (read(&self.refused), read(&self.observed))
+    }
+}
+
+/// Turns the wrapping admission counts of the admission words into exact
+/// 64-bit totals. Each read adds the distance travelled since the last
+/// one, so totals stay exact as long as they are read at least once per
+/// 2^39 admissions (the reporter reads them every interval).
+#[derive(Debug)]
+pub(crate) struct AdmittedTotals(Mutex<Totals>);
+
+#[derive(Debug)]
+struct Totals {
+    /// `(last raw count, total)` of the limiter.
+    all: (u64, u64),
+    /// `(last raw count, total)` per class (unused for the residual class).
+    classes: Vec<(u64, u64)>,
+}
+
+fn advance(counter: &mut (u64, u64), raw: u64, bits: u32) {
+    let mask = (1u64 << bits) - 1;
+    counter.1 += raw.wrapping_sub(counter.0) & mask;
+    counter.0 = raw;
+}
+
+impl AdmittedTotals {
+    pub(crate) fn new(classes: usize) -> Self {
+        Self(Mutex::new(Totals {
+            all: (0, 0),
+            classes: vec![(0, 0); classes],
+        }))
+    }
+
+    /// Exact admissions of the limiter, and of each class in order.
+    fn read(&self, core: &crate::limiter::core::Core) -> (u64, Vec<u64>) {
+        let mut totals = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let totals = &mut *totals;
+        advance(&mut totals.all, core.snapshot().admitted, ADMITTED_BITS);
+        let mut per_class = Vec::with_capacity(core.classes.len());
+        let mut residual = None;
+        for (i, class) in core.classes.iter().enumerate() {
+            match class.tracked_counts() {
+                Some((_, raw)) => {
+                    advance(&mut totals.classes[i], raw, CLASS_ADMITTED_BITS);
+                    per_class.push(totals.classes[i].1);
+                }
+                None => {
+                    residual = Some(i);
+                    per_class.push(0);
+                }
+            }
+        }
+        if let Some(i) = residual {
+            let tracked: u64 = per_class.iter().sum();
+            per_class[i] = totals.all.1.saturating_sub(tracked);
+        }
+        (totals.all.1, per_class)
     }
 }
 
@@ -152,6 +203,7 @@ impl Limiter {
         let core = &self.inner.core;
         let snapshot = core.snapshot();
         let (queued, queued_weight) = core.queued();
+        let (_, admitted) = self.inner.totals.read(core);
         LimiterStats {
             capacity: snapshot.capacity,
             in_flight: snapshot.in_flight,
@@ -160,13 +212,14 @@ impl Limiter {
             classes: core
                 .classes
                 .iter()
-                .map(|class| {
-                    let (admitted, refused, observed) = class.counters.snapshot();
+                .enumerate()
+                .map(|(i, class)| {
+                    let (refused, observed) = class.counters.snapshot();
                     ClassStats {
                         class: class.spec.name(),
                         enabled: class.is_enabled(),
-                        in_flight: class.in_flight.load(crate::sync::Ordering::SeqCst),
-                        admitted,
+                        in_flight: core.class_in_flight(i),
+                        admitted: admitted[i],
                         refused: nonzero(refused),
                         observed_refusals: nonzero(observed),
                     }

@@ -98,6 +98,19 @@ impl Admission {
     }
 }
 
+impl Admission {
+    /// What the generated code does next: run, refuse, or await.
+    pub(crate) fn into_decision(mut self) -> super::Decision {
+        match &mut self.state {
+            State::Ready(result) => match result.take().expect("fresh admission") {
+                Ok(permit) => super::Decision::Admitted(permit),
+                Err(rejected) => super::Decision::Refused(rejected),
+            },
+            _ => super::Decision::Wait(self),
+        }
+    }
+}
+
 fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(86_400 * 365)
 }
@@ -130,7 +143,6 @@ fn outcome(
         Status::Granted => {
             let now = Instant::now();
             let counters = &held.core.classes[class].counters;
-            counters.count_admitted();
             counters.record_queue_wait(now.saturating_duration_since(waiter.arrived));
             Ok(Permit::new(
                 held.clone(),
@@ -152,9 +164,10 @@ impl Future for Admission {
         let this = self.get_mut();
         if let State::Start(request) = &mut this.state {
             let r = request.take().expect("admission polled after completion");
+            let deadline = crate::context::current_deadline();
             *this = r
                 .held
-                .decide(r.class, r.weight, r.name, r.max_wait, r.policy);
+                .decide(r.class, r.weight, r.name, r.max_wait, r.policy, deadline);
         }
         match &mut this.state {
             State::Start(_) => unreachable!("decided above"),

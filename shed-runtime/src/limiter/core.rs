@@ -13,10 +13,10 @@
 use tokio::time::Instant;
 
 use super::queue::{Status, WaitQueue, Waiter};
-use super::state::{AdmissionWord, Snapshot};
+use super::state::{AdmissionWord, FastTake, Snapshot};
 use crate::class::ClassState;
 use crate::rejected::Reason;
-use crate::sync::{lock, Arc, Mutex, MutexGuard, Ordering};
+use crate::sync::{lock, Arc, Mutex, MutexGuard};
 
 #[derive(Debug)]
 pub(crate) struct Core {
@@ -67,32 +67,33 @@ impl Core {
 
     /// The lock-free fast path: admits at once if nobody waits and both the
     /// class's share and the capacity have room. Never blocks, never
-    /// allocates, never reads the clock.
+    /// allocates, never reads the clock. Returns the limiter's admission
+    /// count (wrapping), which callers use to sample.
     #[inline]
-    pub(crate) fn try_acquire(&self, class: usize, weight: u64) -> bool {
-        let s = self.word.load();
-        if s.waiters || s.in_flight + weight > s.capacity {
-            return false;
-        }
+    pub(crate) fn try_acquire(&self, class: usize, weight: u64) -> Option<u64> {
+        let capacity = self.word.capacity();
         let class = &self.classes[class];
-        if !class.try_take(weight, s.capacity) {
-            return false;
+        if !class.try_take(weight, capacity) {
+            return None;
         }
-        if self.word.try_take_uncontended(weight) {
-            return true;
+        match self.word.try_take_uncontended(weight, capacity) {
+            FastTake::Taken { admitted } => Some(admitted),
+            FastTake::Full { waiters } => {
+                class.untake(weight);
+                if waiters {
+                    // Our transient take may have made a dispatcher stop
+                    // short of a waiter that fits: serve it now.
+                    let mut queue = lock(&self.queue);
+                    self.dispatch(&mut queue);
+                }
+                None
+            }
         }
-        // Lost a race for the last slots or against a new waiter. Undo the
-        // class's share; the caller's slow path dispatches under the lock,
-        // so a waiter held back by this transient share is served there.
-        class.give_back(weight);
-        false
     }
 
     /// Admits regardless of capacity and shares (observe mode).
     pub(crate) fn acquire_unchecked(&self, class: usize, weight: u64) {
-        self.classes[class]
-            .in_flight
-            .fetch_add(weight, Ordering::SeqCst);
+        self.classes[class].take_unchecked(weight);
         self.word.take_unchecked(weight);
     }
 
@@ -191,7 +192,7 @@ impl Core {
                             continue;
                         }
                     }
-                    if floors_only && class.in_flight.load(Ordering::SeqCst) >= floor {
+                    if floors_only && self.class_in_flight(c) >= floor {
                         break;
                     }
                     match self.try_grant(head) {
@@ -212,16 +213,32 @@ impl Core {
     }
 
     fn try_grant(&self, waiter: &Waiter) -> Grant {
-        let capacity = self.word.load().capacity;
         let class = &self.classes[waiter.class];
-        if !class.try_take(waiter.weight, capacity) {
+        if !class.try_take(waiter.weight, self.word.capacity()) {
             return Grant::NoClassRoom;
         }
         if self.word.try_take_queued(waiter.weight) {
             Grant::Granted
         } else {
-            class.give_back(waiter.weight);
+            class.untake(waiter.weight);
             Grant::NoGlobalRoom
+        }
+    }
+
+    /// The weight a class holds: its own count if tracked, else the total
+    /// minus the tracked classes' (momentarily inexact while calls of
+    /// other classes are being admitted or released).
+    pub(crate) fn class_in_flight(&self, class: usize) -> u64 {
+        match self.classes[class].tracked_counts() {
+            Some((in_flight, _)) => in_flight,
+            None => {
+                let tracked: u64 = self
+                    .classes
+                    .iter()
+                    .filter_map(|c| c.tracked_counts().map(|(n, _)| n))
+                    .sum();
+                self.word.load().in_flight.saturating_sub(tracked)
+            }
         }
     }
 
@@ -238,7 +255,7 @@ impl Core {
 
     /// Changes the capacity and serves waiters the new room lets in.
     pub(crate) fn set_capacity(&self, capacity: u64) {
-        if self.word.set_capacity(capacity).waiters {
+        if self.word.set_capacity(capacity) {
             let mut queue = lock(&self.queue);
             self.dispatch(&mut queue);
         }

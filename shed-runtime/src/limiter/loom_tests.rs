@@ -8,19 +8,22 @@ use tokio::time::Instant;
 use super::core::Core;
 use super::queue::{Status, Waiter};
 use crate::class::{ClassSpec, ClassState};
-use crate::sync::{Arc, Ordering};
+use crate::sync::Arc;
 
 fn core(capacity: u64, share: f64) -> Arc<Core> {
     Arc::new(Core::new(
         capacity,
-        vec![ClassState::new(ClassSpec::new("critical", 0).share(share))],
+        vec![ClassState::new(
+            ClassSpec::new("critical", 0).share(share),
+            share < 1.0,
+        )],
         16,
     ))
 }
 
 /// Acquires one slot the way a call does: fast path, else the queue.
 fn acquire(core: &Core) -> Result<(), Arc<Waiter>> {
-    if core.try_acquire(0, 1) {
+    if core.try_acquire(0, 1).is_some() {
         return Ok(());
     }
     let waiter = Waiter::new(0, 1, Instant::now(), None);
@@ -36,14 +39,14 @@ fn assert_idle(core: &Core) {
     assert_eq!(s.in_flight, 0);
     assert!(!s.waiters);
     assert_eq!(core.queued(), (0, 0));
-    assert_eq!(core.classes[0].in_flight.load(Ordering::SeqCst), 0);
+    assert_eq!(core.class_in_flight(0), 0);
 }
 
 #[test]
 fn loom_release_never_loses_a_waiter() {
     loom::model(|| {
         let core = core(1, 1.0);
-        assert!(core.try_acquire(0, 1));
+        assert!(core.try_acquire(0, 1).is_some());
         let releaser = {
             let core = core.clone();
             thread::spawn(move || core.release(0, 1))
@@ -63,7 +66,7 @@ fn loom_release_never_loses_a_waiter() {
 fn loom_cancel_racing_a_release_leaks_nothing() {
     loom::model(|| {
         let core = core(1, 1.0);
-        assert!(core.try_acquire(0, 1));
+        assert!(core.try_acquire(0, 1).is_some());
         let waiter = Waiter::new(0, 1, Instant::now(), None);
         assert_eq!(core.enqueue(&waiter), Status::Pending);
         let releaser = {
@@ -87,7 +90,7 @@ fn loom_concurrent_callers_never_exceed_a_share() {
                 thread::spawn(move || {
                     let outcome = acquire(&core);
                     if outcome.is_ok() {
-                        assert!(core.classes[0].in_flight.load(Ordering::SeqCst) <= 1);
+                        assert!(core.class_in_flight(0) <= 1);
                         core.release(0, 1);
                     }
                     outcome
@@ -105,7 +108,7 @@ fn loom_concurrent_callers_never_exceed_a_share() {
                 .position(|w| w.status() == Status::Granted)
                 .expect("a released slot went to nobody");
             waiting.remove(granted);
-            assert!(core.classes[0].in_flight.load(Ordering::SeqCst) <= 1);
+            assert!(core.class_in_flight(0) <= 1);
             core.release(0, 1);
         }
         assert_idle(&core);

@@ -10,7 +10,6 @@ pub(crate) mod state;
 #[cfg(all(test, shed_loom))]
 mod loom_tests;
 
-use std::cell::Cell;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -61,19 +60,13 @@ pub(crate) struct Inner {
     pub(crate) core: Core,
     mode: AtomicU8,
     default_service: Duration,
-    sample_every: u32,
+    /// A power of two: one fast-path admission in this many is timed.
+    sample_mask: u64,
+    pub(crate) totals: crate::metrics::AdmittedTotals,
 }
 
 static GLOBAL: OnceLock<Limiter> = OnceLock::new();
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
-
-tokio::task_local! {
-    static CURRENT: Limiter;
-}
-
-thread_local! {
-    static SAMPLE_TICK: Cell<u32> = const { Cell::new(0) };
-}
 
 impl std::fmt::Debug for Limiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -121,13 +114,15 @@ impl Limiter {
         default_service: Duration,
         sample_every: u32,
     ) -> Self {
+        let classes_len = classes.len();
         Self {
             inner: Arc::new(Inner {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 core: Core::new(capacity, classes, queue_bound),
                 mode: AtomicU8::new(mode.to_u8()),
                 default_service,
-                sample_every: sample_every.max(1),
+                sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
+                totals: crate::metrics::AdmittedTotals::new(classes_len),
             }),
         }
     }
@@ -152,21 +147,14 @@ impl Limiter {
     /// The limiter guarded calls use here: the one set by the innermost
     /// [`Limiter::scope`], else the process-wide one.
     pub fn current() -> Limiter {
-        CURRENT
-            .try_with(Limiter::clone)
-            .unwrap_or_else(|_| Limiter::global().clone())
-    }
-
-    pub(crate) fn current_held() -> Held {
-        CURRENT
-            .try_with(|l| Held::Scoped(Arc::clone(&l.inner)))
-            .unwrap_or_else(|_| Held::Global(&Limiter::global().inner))
+        crate::context::current_limiter().unwrap_or_else(|| Limiter::global().clone())
     }
 
     /// Runs `future` with this limiter as the current one: every guarded
-    /// call it makes, however deeply nested, uses this limiter.
+    /// call it makes, however deeply nested, uses this limiter. The
+    /// caller's deadline, if any, carries on inside.
     pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
-        CURRENT.scope(self.clone(), future)
+        crate::context::scope_limiter(self.clone(), future)
     }
 
     /// Asks for `weight` slots for a call of `class` named `name` (for
@@ -174,16 +162,28 @@ impl Limiter {
     /// The call waits at most the class's default `max_wait`.
     pub fn acquire(&self, class: &str, weight: u32, name: &'static str) -> Admission {
         let held = Held::Scoped(Arc::clone(&self.inner));
-        let class = self
-            .inner
-            .class_index(class)
-            .ok_or(class_name_for_unknown(class));
-        held.admit(class, u64::from(weight), name, None, None)
+        let class = self.inner.class_index(class).ok_or(Reason::UnknownClass);
+        Admission::start(admission::Request {
+            held,
+            class,
+            weight: u64::from(weight),
+            name,
+            max_wait: None,
+            policy: None,
+        })
     }
 
-    /// Asks for slots as the guarded fn `policy` (what `#[shed]` expands to).
+    /// Asks for slots as the guarded fn `policy` would, on this limiter.
     pub fn acquire_as(&self, policy: &'static Policy) -> Admission {
-        Held::Scoped(Arc::clone(&self.inner)).admit_policy(policy)
+        let held = Held::Scoped(Arc::clone(&self.inner));
+        Admission::start(admission::Request {
+            class: held.policy_class(policy),
+            held,
+            weight: u64::from(policy.weight()),
+            name: policy.name(),
+            max_wait: policy.max_wait(),
+            policy: Some((&policy.stats, policy.class())),
+        })
     }
 
     /// The current capacity in slots.
@@ -242,10 +242,6 @@ impl Limiter {
     }
 }
 
-fn class_name_for_unknown(_class: &str) -> Reason {
-    Reason::UnknownClass
-}
-
 impl Inner {
     fn class_index(&self, name: &str) -> Option<usize> {
         self.core.classes.iter().position(|c| c.spec.name() == name)
@@ -266,66 +262,26 @@ impl Inner {
             }
         }
     }
-
-    /// Whether this call should measure its service time: every call when
-    /// sampling is 1, else one in `sample_every` per thread.
-    #[inline]
-    fn sample(&self) -> bool {
-        if self.sample_every == 1 {
-            return true;
-        }
-        SAMPLE_TICK.with(|tick| {
-            let next = tick.get().wrapping_add(1);
-            tick.set(next);
-            next % self.sample_every == 0
-        })
-    }
 }
 
 impl Held {
-    pub(crate) fn admit_policy(self, policy: &'static Policy) -> Admission {
-        let class = match policy.stats.bound_class(self.id) {
-            Some(class) => Ok(class),
-            None => match self.class_index(policy.class()) {
-                Some(class) => {
-                    policy.stats.bind_class(self.id, class);
-                    Ok(class)
-                }
-                None => Err(Reason::UnknownClass),
-            },
-        };
-        self.admit(
-            class,
-            u64::from(policy.weight()),
-            policy.name(),
-            policy.max_wait(),
-            Some((&policy.stats, policy.class())),
-        )
-    }
-
-    /// An admission decided when first polled, so that it sees the
-    /// deadline of the task that awaits it.
-    fn admit(
-        self,
-        class: Result<usize, Reason>,
-        weight: u64,
-        name: &'static str,
-        max_wait: Option<Duration>,
-        policy: Option<(&'static PolicyStats, &'static str)>,
-    ) -> Admission {
-        Admission::start(admission::Request {
-            held: self,
-            class,
-            weight,
-            name,
-            max_wait,
-            policy,
-        })
+    /// The class index of `policy` on this limiter, cached in the policy.
+    #[inline]
+    pub(crate) fn policy_class(&self, policy: &'static Policy) -> Result<usize, Reason> {
+        if let Some(class) = policy.stats.bound_class(self.id) {
+            return Ok(class);
+        }
+        let class = self
+            .class_index(policy.class())
+            .ok_or(Reason::UnknownClass)?;
+        policy.stats.bind_class(self.id, class);
+        Ok(class)
     }
 
     /// Every admission decision, in the order the seeds prescribe: cheap
-    /// refusals first (class off, too heavy, deadline), then the lock-free
-    /// fast path, then the bounded queue with a measured-wait budget.
+    /// refusals first (class off, deadline), then the lock-free fast path,
+    /// then the bounded queue with a measured-wait budget.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn decide(
         self,
         class: Result<usize, Reason>,
@@ -333,6 +289,7 @@ impl Held {
         name: &'static str,
         max_wait: Option<Duration>,
         policy: Option<(&'static PolicyStats, &'static str)>,
+        deadline: Option<Instant>,
     ) -> Admission {
         let mode = Mode::from_u8(self.mode.load(Ordering::Relaxed));
         if mode == Mode::Off {
@@ -341,65 +298,51 @@ impl Held {
         let stats = policy.map(|(stats, _)| stats);
         let class = match class {
             Ok(class) => class,
+            Err(reason) if mode == Mode::Observe => {
+                let _ = reason;
+                return Admission::ready(Ok(Permit::bypass()));
+            }
             Err(reason) => {
                 let class_name = policy.map_or("unknown", |(_, c)| c);
-                let rejected = Rejected::new(
-                    reason,
-                    class_name,
-                    name,
-                    self.retry_after(reason, Duration::ZERO),
-                );
-                if mode == Mode::Observe {
-                    return Admission::ready(Ok(Permit::bypass()));
-                }
-                return Admission::ready(Err(rejected));
+                let retry_after = self.retry_after(reason, Duration::ZERO);
+                return Admission::ready(Err(Rejected::new(reason, class_name, name, retry_after)));
             }
         };
         let state = &self.core.classes[class];
-        let expected = stats
-            .and_then(PolicyStats::expected_service)
-            .unwrap_or(self.default_service);
 
+        // Refusals that need no slot and no wait.
         let mut now = None;
-        let deadline = crate::deadline::deadline();
+        let mut expected = None;
         let refusal = if !state.is_enabled() {
             Some(Reason::Disabled)
-        } else if weight > state.limit(self.core.snapshot().capacity) {
-            Some(Reason::TooHeavy)
         } else if let Some(deadline) = deadline {
             let at = *now.insert(Instant::now());
-            (deadline.saturating_duration_since(at) < expected).then_some(Reason::Deadline)
+            let service = *expected.insert(self.expected_service(stats));
+            (deadline.saturating_duration_since(at) < service).then_some(Reason::Deadline)
         } else {
             None
         };
         if let Some(reason) = refusal {
-            if mode == Mode::Observe {
-                state.counters.count_observed(reason);
-                return self.admit_unchecked(class, weight, now, stats);
-            }
-            state.counters.count_refusal(reason);
-            let rejected = Rejected::new(
-                reason,
-                state.spec.name(),
-                name,
-                self.retry_after(reason, expected),
-            );
-            return Admission::ready(Err(rejected));
+            return self.refuse_or_observe(mode, class, weight, reason, name, now, stats);
         }
 
-        if self.core.try_acquire(class, weight) {
-            state.counters.count_admitted();
+        if let Some(admitted) = self.core.try_acquire(class, weight) {
             let start = match now {
                 Some(at) => Some(at),
-                None if stats.is_some() && self.sample() => Some(Instant::now()),
+                None if stats.is_some() && admitted & self.sample_mask == 0 => Some(Instant::now()),
                 None => None,
             };
             return Admission::ready(Ok(Permit::new(self, class, weight, start, stats)));
         }
+
+        // No room now: the call would have to wait.
+        if weight > state.limit(self.core.word.capacity()) {
+            return self.refuse_or_observe(mode, class, weight, Reason::TooHeavy, name, now, stats);
+        }
         if mode == Mode::Observe {
             return self.admit_unchecked(class, weight, now, stats);
         }
-
+        let expected = expected.unwrap_or_else(|| self.expected_service(stats));
         let arrived = now.unwrap_or_else(Instant::now);
         let budget = max_wait.unwrap_or(state.spec.default_max_wait());
         let mut gives_up = (arrived + budget, Reason::MaxWait);
@@ -416,6 +359,33 @@ impl Held {
         }
     }
 
+    fn expected_service(&self, stats: Option<&'static PolicyStats>) -> Duration {
+        stats
+            .and_then(PolicyStats::expected_service)
+            .unwrap_or(self.default_service)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn refuse_or_observe(
+        self,
+        mode: Mode,
+        class: usize,
+        weight: u64,
+        reason: Reason,
+        name: &'static str,
+        now: Option<Instant>,
+        stats: Option<&'static PolicyStats>,
+    ) -> Admission {
+        let counters = &self.core.classes[class].counters;
+        if mode == Mode::Observe {
+            counters.count_observed(reason);
+            return self.admit_unchecked(class, weight, now, stats);
+        }
+        counters.count_refusal(reason);
+        let expected = self.expected_service(stats);
+        Admission::ready(Err(self.rejected(class, reason, name, expected)))
+    }
+
     fn admit_unchecked(
         self,
         class: usize,
@@ -424,7 +394,6 @@ impl Held {
         stats: Option<&'static PolicyStats>,
     ) -> Admission {
         self.core.acquire_unchecked(class, weight);
-        self.core.classes[class].counters.count_admitted();
         let start = now.or_else(|| stats.map(|_| Instant::now()));
         Admission::ready(Ok(Permit::new(self, class, weight, start, stats)))
     }
@@ -445,8 +414,52 @@ impl Held {
     }
 }
 
-/// Not public API: what `#[shed]` expands to.
+/// Not public API: the outcome of a guarded call's admission, decided
+/// without a future when no wait is needed.
 #[doc(hidden)]
-pub fn admit(policy: &'static Policy) -> Admission {
-    Limiter::current_held().admit_policy(policy)
+pub enum Decision {
+    /// Run the body, holding this permit.
+    Admitted(Permit),
+    /// Do not run the body; return this refusal.
+    Refused(Rejected),
+    /// Await this admission first.
+    Wait(Admission),
+}
+
+/// Not public API: what `#[shed]` expands to.
+///
+/// The common case (slots free, no deadline) is decided inline with one
+/// task-local lookup and one compare-and-swap; everything else goes
+/// through [`Held::decide`].
+#[doc(hidden)]
+#[inline]
+pub fn admit(policy: &'static Policy) -> Decision {
+    let (held, deadline) = crate::context::current();
+    let held = held.unwrap_or_else(|| Held::Global(&Limiter::global().inner));
+    let class = held.policy_class(policy);
+    let weight = u64::from(policy.weight());
+    if let (Ok(class), None) = (class, deadline) {
+        let state = &held.core.classes[class];
+        if held.mode.load(Ordering::Relaxed) != Mode::Off.to_u8() && state.is_enabled() {
+            if let Some(admitted) = held.core.try_acquire(class, weight) {
+                let start = (admitted & held.sample_mask == 0).then(Instant::now);
+                return Decision::Admitted(Permit::new(
+                    held,
+                    class,
+                    weight,
+                    start,
+                    Some(&policy.stats),
+                ));
+            }
+        }
+    }
+    held.decide(
+        class,
+        weight,
+        policy.name(),
+        policy.max_wait(),
+        Some((&policy.stats, policy.class())),
+        deadline,
+    )
+    .into_decision()
 }

@@ -1,0 +1,3 @@
+//! Benchmarks live in `benches/`; run them with
+//! `cargo bench -p shed-bench`. Results and how to read them are in
+//! `BENCHMARKS.md`.

@@ -1,0 +1,76 @@
+//! What a task carries for the guarded calls it makes: the limiter they
+//! use (if not the process-wide one) and the caller's deadline. One
+//! task-local holds both, so a guarded call looks them up once.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::limiter::{Held, Limiter};
+
+tokio::task_local! {
+    static CONTEXT: CallContext;
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct CallContext {
+    limiter: Option<Limiter>,
+    deadline: Option<Instant>,
+}
+
+/// The current limiter (`None`: the process-wide one) and deadline.
+#[inline]
+pub(crate) fn current() -> (Option<Held>, Option<Instant>) {
+    CONTEXT
+        .try_with(|c| {
+            (
+                c.limiter
+                    .as_ref()
+                    .map(|l| Held::Scoped(Arc::clone(&l.inner))),
+                c.deadline,
+            )
+        })
+        .unwrap_or((None, None))
+}
+
+pub(crate) fn current_limiter() -> Option<Limiter> {
+    CONTEXT.try_with(|c| c.limiter.clone()).ok().flatten()
+}
+
+pub(crate) fn current_deadline() -> Option<Instant> {
+    CONTEXT.try_with(|c| c.deadline).ok().flatten()
+}
+
+/// Runs `future` with the current context changed by `change`.
+pub(crate) fn scope<F: Future>(
+    change: impl FnOnce(&mut CallContext),
+    future: F,
+) -> impl Future<Output = F::Output> {
+    let mut context = CONTEXT.try_with(CallContext::clone).unwrap_or_default();
+    change(&mut context);
+    CONTEXT.scope(context, future)
+}
+
+pub(crate) fn scope_limiter<F: Future>(
+    limiter: Limiter,
+    future: F,
+) -> impl Future<Output = F::Output> {
+    scope(move |c| c.limiter = Some(limiter), future)
+}
+
+/// Tightens the deadline: the earlier of the current one and `deadline`.
+pub(crate) fn scope_deadline<F: Future>(
+    deadline: Instant,
+    future: F,
+) -> impl Future<Output = F::Output> {
+    scope(
+        move |c| {
+            c.deadline = Some(match c.deadline {
+                Some(outer) if outer < deadline => outer,
+                _ => deadline,
+            })
+        },
+        future,
+    )
+}
