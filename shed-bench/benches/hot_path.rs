@@ -82,7 +82,7 @@ fn bench_group(c: &mut Criterion, group_name: &str, rt: &tokio::runtime::Runtime
     shed::Limiter::global().set_capacity(SLOTS as u32);
     let mut group = c.benchmark_group(group_name);
     group.bench_function("plain", |b| {
-        b.iter_custom(|iters| timed(rt, iters, tasks, |x| work(x)))
+        b.iter_custom(|iters| timed(rt, iters, tasks, work))
     });
     let semaphore = Arc::new(Semaphore::new(SLOTS));
     group.bench_function("semaphore", |b| {
