@@ -35,9 +35,11 @@ async fn rebuild_report() -> Result<&'static str, Rejected> {
 async fn main() {
     // Startup: configure, check every guarded fn against the configuration
     // (all problems at once, with file:line), then install.
-    let config = Config::from_env()
-        .capacity(8)
-        .class(ClassSpec::new("background", 2).share(0.5).max_wait(Duration::from_millis(1)));
+    let config = Config::from_env().capacity(8).class(
+        ClassSpec::new("background", 2)
+            .share(0.5)
+            .max_wait(Duration::from_millis(1)),
+    );
     let limiter = match config.install() {
         Ok(limiter) => limiter,
         Err(problems) => {
@@ -74,7 +76,10 @@ async fn main() {
             refusals.push(refused);
         }
     }
-    println!("\nburst of 40 calls, {} refused; for example:", refusals.len());
+    println!(
+        "\nburst of 40 calls, {} refused; for example:",
+        refusals.len()
+    );
     for refused in refusals.iter().take(3) {
         println!("  {refused}");
     }
@@ -89,5 +94,9 @@ async fn main() {
             class.refused
         );
     }
-    assert_eq!(Limiter::global().in_flight(), 0, "every slot was given back");
+    assert_eq!(
+        Limiter::global().in_flight(),
+        0,
+        "every slot was given back"
+    );
 }
