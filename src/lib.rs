@@ -89,6 +89,32 @@ pub use shed_runtime::{
     ENV_CLASSES, ENV_MODE,
 };
 
+/// Runs `work` under `policy` exactly as a `#[shed]` fn with that policy
+/// would: it waits for the policy's slots on the current limiter and runs
+/// only if admitted, holding the slots until it completes or is dropped.
+///
+/// For work whose policy is chosen at run time ([`Policy::leak`]): routes,
+/// simulated traffic.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let policy = shed::Policy::leak("GET /search", "optional", None, 1);
+/// let answer = shed::run_guarded(policy, async { 42 }).await;
+/// assert_eq!(answer.unwrap(), 42);
+/// # }
+/// ```
+pub async fn run_guarded<F: std::future::Future>(
+    policy: &'static Policy,
+    work: F,
+) -> Result<F::Output, Rejected> {
+    let _permit = match __private::admit(policy) {
+        __private::Decision::Admitted(permit) => permit,
+        __private::Decision::Refused(rejected) => return Err(rejected),
+        __private::Decision::Wait(admission) => admission.await?,
+    };
+    Ok(work.await)
+}
+
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]
 pub mod __private {

@@ -157,6 +157,42 @@ async fn deadlines_learned_from_service_times_refuse_calls_that_cannot_finish() 
 }
 
 #[tokio::test(start_paused = true)]
+async fn limiter_and_deadline_scopes_compose_in_either_order() {
+    // Regression: a scope built outside another but polled inside it must
+    // keep what the outer one set.
+    let limiter = limiter(4);
+    for _ in 0..3 {
+        limiter.scope(pay(1)).await.unwrap();
+    }
+    let refused = limiter
+        .scope(shed::with_timeout(Duration::from_millis(10), pay(2)))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.reason(), Reason::Deadline);
+    let refused = shed::with_timeout(Duration::from_millis(10), limiter.scope(pay(2)))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.reason(), Reason::Deadline);
+    let stats = limiter.stats();
+    assert_eq!(
+        stats
+            .class("critical")
+            .unwrap()
+            .refused_for(Reason::Deadline),
+        2,
+        "both on the scoped limiter"
+    );
+    assert_eq!(
+        Limiter::global()
+            .stats()
+            .class("critical")
+            .unwrap()
+            .admitted,
+        0
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_panicking_handler_gives_its_slot_back() {
     let limiter = limiter(1);
     let task = tokio::spawn(limiter.scope(explodes()));

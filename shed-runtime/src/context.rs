@@ -42,14 +42,17 @@ pub(crate) fn current_deadline() -> Option<Instant> {
     CONTEXT.try_with(|c| c.deadline).ok().flatten()
 }
 
-/// Runs `future` with the current context changed by `change`.
-pub(crate) fn scope<F: Future>(
+/// Runs `future` with the context it is first polled in, changed by
+/// `change`. Reading the context at the first poll, not when the scope is
+/// built, matters: in `limiter.scope(with_deadline(d, call))` the deadline
+/// scope is built outside the limiter's scope but runs inside it.
+pub(crate) async fn scope<F: Future>(
     change: impl FnOnce(&mut CallContext),
     future: F,
-) -> impl Future<Output = F::Output> {
+) -> F::Output {
     let mut context = CONTEXT.try_with(CallContext::clone).unwrap_or_default();
     change(&mut context);
-    CONTEXT.scope(context, future)
+    CONTEXT.scope(context, future).await
 }
 
 pub(crate) fn scope_limiter<F: Future>(

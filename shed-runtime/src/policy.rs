@@ -44,6 +44,34 @@ impl Policy {
         }
     }
 
+    /// A policy built at run time, for work that is not a `#[shed]` fn: a
+    /// route chosen by a tower layer, a stream of the overload lab. It is
+    /// leaked (a policy lives as long as the program, like the `static`
+    /// the attribute generates), so build one per route or stream, not per
+    /// call. It is not added to [`policies()`].
+    ///
+    /// ```
+    /// let policy = shed_runtime::Policy::leak("GET /search", "optional", None, 2);
+    /// assert_eq!((policy.name(), policy.weight()), ("GET /search", 2));
+    /// ```
+    pub fn leak(
+        name: impl Into<String>,
+        class: impl Into<String>,
+        max_wait: Option<Duration>,
+        weight: u32,
+    ) -> &'static Policy {
+        let name: &'static str = Box::leak(name.into().into_boxed_str());
+        let class: &'static str = Box::leak(class.into().into_boxed_str());
+        Box::leak(Box::new(Policy::new(
+            name,
+            class,
+            max_wait,
+            weight.max(1),
+            "<runtime>",
+            0,
+        )))
+    }
+
     /// The fn's name (`module::path::fn` unless the attribute set `name`).
     pub fn name(&self) -> &'static str {
         self.name

@@ -1,0 +1,254 @@
+//! What a run measured, per class and in total, as JSON and as a table.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// The counts of one class, or of all of them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Counts {
+    /// Calls sent, retries included.
+    pub offered: u64,
+    /// Calls answered before their client's timeout.
+    pub served_in_time: u64,
+    /// Calls answered after their client had given up: wasted work.
+    pub late: u64,
+    /// Calls refused by the server.
+    pub shed: u64,
+    /// Calls still queued or running when the run stopped.
+    pub unfinished: u64,
+    /// Retries among the offered calls.
+    pub retries: u64,
+    /// Served in time per simulated second of arrivals.
+    pub goodput_rps: f64,
+    /// Median latency of the calls served in time.
+    pub p50_ms: f64,
+    /// 99th percentile latency of the calls served in time.
+    pub p99_ms: f64,
+    /// Refusals by reason.
+    pub shed_by_reason: BTreeMap<String, u64>,
+}
+
+/// One run: a scenario, a policy, a rate factor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The policy's name.
+    pub policy: String,
+    /// The factor every stream's rate was multiplied by.
+    pub factor: f64,
+    /// Simulated seconds of arrivals.
+    pub seconds: f64,
+    /// The service's throughput with every slot busy.
+    pub capacity_rps: f64,
+    /// All classes together.
+    pub total: Counts,
+    /// Per class.
+    pub classes: BTreeMap<String, Counts>,
+}
+
+/// Tallies a run as it goes.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    offered: u64,
+    retries: u64,
+    late: u64,
+    latencies_us: Vec<u64>,
+    shed: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    pub(crate) fn offer(&mut self, retry: bool) {
+        self.offered += 1;
+        if retry {
+            self.retries += 1;
+        }
+    }
+
+    pub(crate) fn served(&mut self, latency: Duration, in_time: bool) {
+        if in_time {
+            self.latencies_us.push(latency.as_micros() as u64);
+        } else {
+            self.late += 1;
+        }
+    }
+
+    pub(crate) fn shed(&mut self, reason: &str) {
+        *self.shed.entry(reason.to_string()).or_default() += 1;
+    }
+
+    pub(crate) fn merge(tallies: &[&Tally]) -> Tally {
+        let mut all = Tally::default();
+        for t in tallies {
+            all.offered += t.offered;
+            all.retries += t.retries;
+            all.late += t.late;
+            all.latencies_us.extend_from_slice(&t.latencies_us);
+            for (reason, n) in &t.shed {
+                *all.shed.entry(reason.clone()).or_default() += n;
+            }
+        }
+        all
+    }
+
+    pub(crate) fn counts(&self, seconds: f64) -> Counts {
+        let mut sorted = self.latencies_us.clone();
+        sorted.sort_unstable();
+        let served = sorted.len() as u64;
+        let shed: u64 = self.shed.values().sum();
+        Counts {
+            offered: self.offered,
+            served_in_time: served,
+            late: self.late,
+            shed,
+            unfinished: self.offered - served - self.late - shed,
+            retries: self.retries,
+            goodput_rps: round(served as f64 / seconds, 1),
+            p50_ms: percentile_ms(&sorted, 0.50),
+            p99_ms: percentile_ms(&sorted, 0.99),
+            shed_by_reason: self.shed.clone(),
+        }
+    }
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let k = 10f64.powi(digits);
+    (x * k).round() / k
+}
+
+/// The nearest-rank percentile, in milliseconds.
+fn percentile_ms(sorted_us: &[u64], q: f64) -> f64 {
+    if sorted_us.is_empty() {
+        return 0.0;
+    }
+    let rank = ((q * sorted_us.len() as f64).ceil() as usize).clamp(1, sorted_us.len());
+    round(sorted_us[rank - 1] as f64 / 1000.0, 2)
+}
+
+/// Renders runs as an aligned table, one row per run.
+pub fn table(reports: &[Report]) -> String {
+    let header = [
+        "policy",
+        "factor",
+        "offered",
+        "in time",
+        "late",
+        "shed",
+        "unfinished",
+        "goodput",
+        "of cap.",
+        "p50",
+        "p99",
+    ];
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|r| {
+            let t = &r.total;
+            vec![
+                r.policy.clone(),
+                format!("{}x", r.factor),
+                t.offered.to_string(),
+                t.served_in_time.to_string(),
+                t.late.to_string(),
+                t.shed.to_string(),
+                t.unfinished.to_string(),
+                format!("{:.0} rps", t.goodput_rps),
+                format!("{:.1}%", 100.0 * t.goodput_rps / r.capacity_rps),
+                format!("{:.1} ms", t.p50_ms),
+                format!("{:.1} ms", t.p99_ms),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let line = |cells: Vec<String>| -> String {
+        cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i == 0 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(row));
+        out.push('\n');
+    }
+    out
+}
+
+/// Renders the per-class counts of one run.
+pub fn class_table(report: &Report) -> String {
+    let mut out = String::new();
+    for (class, c) in &report.classes {
+        let reasons: Vec<String> = c
+            .shed_by_reason
+            .iter()
+            .map(|(r, n)| format!("{r}={n}"))
+            .collect();
+        out.push_str(&format!(
+            "  {class:<12} offered {:>7}  in time {:>7}  late {:>6}  shed {:>6} {}  p99 {:.1} ms\n",
+            c.offered,
+            c.served_in_time,
+            c.late,
+            c.shed,
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!("({})", reasons.join(", "))
+            },
+            c.p99_ms
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_up_and_percentiles_use_nearest_rank() {
+        let mut t = Tally::default();
+        for i in 1..=100u64 {
+            t.offer(i > 95);
+            if i <= 90 {
+                t.served(Duration::from_millis(i), true);
+            } else if i <= 93 {
+                t.served(Duration::from_millis(300), false);
+            } else if i <= 98 {
+                t.shed("max_wait");
+            }
+        }
+        let c = t.counts(2.0);
+        assert_eq!(
+            (
+                c.offered,
+                c.served_in_time,
+                c.late,
+                c.shed,
+                c.unfinished,
+                c.retries
+            ),
+            (100, 90, 3, 5, 2, 5)
+        );
+        assert_eq!(c.goodput_rps, 45.0);
+        assert_eq!(c.p50_ms, 45.0);
+        assert_eq!(c.p99_ms, 90.0);
+        assert_eq!(c.shed_by_reason["max_wait"], 5);
+    }
+}

@@ -1,0 +1,467 @@
+//! Scenarios: what traffic hits which server, read from TOML files.
+//!
+//! ```toml
+//! name = "seed-asyncio"
+//! seconds = 2
+//! seed = 7
+//!
+//! [limiter]
+//! capacity = 8          # slots
+//! queue_bound = 10000   # optional: most weight waiting at once
+//! mode = "enforce"      # optional: enforce | observe | off
+//!
+//! [[class]]             # optional: override or add classes
+//! name = "critical"
+//! share = 1.0
+//! floor = 0
+//! max_wait = "50ms"
+//!
+//! [[traffic]]
+//! class = "critical"
+//! rps = 4000
+//! arrivals = "poisson"  # or "uniform"
+//! service = "5ms"
+//! service_dist = "const" # or "exp"
+//! timeout = "250ms"
+//! weight = 1
+//! max_wait = "50ms"     # optional, as in #[shed(max_wait = ...)]
+//! deadline = false      # optional: carry the timeout into the server as a deadline
+//! retries = 0           # optional: client retries of a refused or timed-out call
+//! retry = "immediate"   # optional: immediate | retry_after | a duration like "100ms"
+//!
+//! [[event]]
+//! at = "1s"
+//! service_factor = 4.0  # or rps = 2000
+//! class = "critical"    # optional: only this class's streams
+//! ```
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use shed::ClassSpec;
+
+/// A scenario that could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// The file could not be read.
+    #[error("{file}: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed, has an unknown key or a value of the wrong kind.
+    #[error("{file}: {message}")]
+    Parse {
+        /// The file.
+        file: String,
+        /// The parser's message: the key, its line, and what was expected.
+        message: String,
+    },
+    /// The values do not make a scenario.
+    #[error("{file}: {}", problems.join("; "))]
+    Invalid {
+        /// The file.
+        file: String,
+        /// Every problem found.
+        problems: Vec<String>,
+    },
+}
+
+/// A duration written as a string such as `"50ms"`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dur(pub Duration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(text.trim())
+            .map(Dur)
+            .map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "expected a duration like \"50ms\", got \"{text}\" ({e})"
+                ))
+            })
+    }
+}
+
+/// How arrivals are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Exponential gaps: an open-loop Poisson process.
+    #[default]
+    Poisson,
+    /// Equal gaps.
+    Uniform,
+}
+
+/// How service times vary around their mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceDist {
+    /// Always the mean.
+    #[default]
+    Const,
+    /// Exponentially distributed around the mean.
+    Exp,
+}
+
+/// When a client retries a refused or timed-out call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RetryDelay {
+    /// At once.
+    Immediate,
+    /// After the refusal's `retry_after` (timeouts retry at once).
+    RetryAfter,
+    /// After a fixed delay.
+    After(Duration),
+}
+
+impl<'de> Deserialize<'de> for RetryDelay {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.trim() {
+            "immediate" => Ok(RetryDelay::Immediate),
+            "retry_after" => Ok(RetryDelay::RetryAfter),
+            other => humantime::parse_duration(other)
+                .map(RetryDelay::After)
+                .map_err(|_| serde::de::Error::custom(format!(
+                    "expected \"immediate\", \"retry_after\" or a duration like \"100ms\", got \"{text}\""
+                ))),
+        }
+    }
+}
+
+/// The `[limiter]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimiterConfig {
+    /// Slots.
+    pub capacity: u32,
+    /// Most weight waiting at once (default: four times the capacity).
+    pub queue_bound: Option<u64>,
+    /// `enforce`, `observe` or `off`.
+    pub mode: Option<String>,
+}
+
+/// A `[[class]]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassConfig {
+    /// The class's name.
+    pub name: String,
+    /// Priority rank (0 first); defaults to after the configured classes.
+    pub rank: Option<u32>,
+    /// Share of the capacity.
+    pub share: Option<f64>,
+    /// Reserved slots.
+    pub floor: Option<u32>,
+    /// Default queue-wait budget.
+    pub max_wait: Option<Dur>,
+}
+
+/// A `[[traffic]]` table: one stream of calls.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Traffic {
+    /// The class of the stream's calls.
+    #[serde(default = "critical")]
+    pub class: String,
+    /// Offered calls per second.
+    pub rps: f64,
+    /// How arrivals are spaced.
+    #[serde(default)]
+    pub arrivals: Arrivals,
+    /// Mean service time.
+    pub service: Dur,
+    /// How service times vary.
+    #[serde(default)]
+    pub service_dist: ServiceDist,
+    /// The client's timeout.
+    pub timeout: Dur,
+    /// Slots per call.
+    #[serde(default = "one")]
+    pub weight: u32,
+    /// The call's queue-wait budget, as in `#[shed(max_wait = ...)]`.
+    pub max_wait: Option<Dur>,
+    /// Whether the client's timeout travels to the server as a deadline.
+    #[serde(default)]
+    pub deadline: bool,
+    /// Client retries of a refused or timed-out call.
+    #[serde(default)]
+    pub retries: u32,
+    /// When retries happen.
+    pub retry: Option<RetryDelay>,
+}
+
+fn critical() -> String {
+    "critical".into()
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// An `[[event]]` table: something changes at a time.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    /// When, from the start.
+    pub at: Dur,
+    /// Multiplies the base service time (1.0 restores it).
+    pub service_factor: Option<f64>,
+    /// Sets the offered rate of the streams concerned.
+    pub rps: Option<f64>,
+    /// Only the streams of this class (default: all).
+    pub class: Option<String>,
+}
+
+/// A whole scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Its name, reported in results.
+    pub name: String,
+    /// Simulated seconds of arrivals.
+    pub seconds: f64,
+    /// The random seed: the same seed gives the same numbers.
+    #[serde(default)]
+    pub seed: u64,
+    /// The server's slots.
+    pub limiter: LimiterConfig,
+    /// Class overrides and additions.
+    #[serde(default, rename = "class")]
+    pub classes: Vec<ClassConfig>,
+    /// The streams.
+    #[serde(rename = "traffic")]
+    pub traffic: Vec<Traffic>,
+    /// Changes over time.
+    #[serde(default, rename = "event")]
+    pub events: Vec<Event>,
+}
+
+impl Scenario {
+    /// Reads and checks a scenario file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        let file = path.as_ref().display().to_string();
+        let text = std::fs::read_to_string(path.as_ref()).map_err(|source| ScenarioError::Io {
+            file: file.clone(),
+            source,
+        })?;
+        Scenario::from_toml(&text, &file)
+    }
+
+    /// Parses and checks a scenario; `file` names it in errors.
+    pub fn from_toml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+            file: file.to_string(),
+            message: e.to_string().trim_end().replace('\n', "\n  "),
+        })?;
+        let problems = scenario.problems();
+        if problems.is_empty() {
+            Ok(scenario)
+        } else {
+            Err(ScenarioError::Invalid {
+                file: file.to_string(),
+                problems,
+            })
+        }
+    }
+
+    /// The classes in force: the defaults, overridden and extended by the
+    /// `[[class]]` tables.
+    pub fn class_specs(&self) -> Vec<ClassSpec> {
+        let mut specs = ClassSpec::defaults();
+        for (i, c) in self.classes.iter().enumerate() {
+            let base = specs.iter().find(|s| s.name() == c.name).cloned();
+            let rank = c
+                .rank
+                .or(base.as_ref().map(ClassSpec::rank))
+                .unwrap_or(10 + i as u32);
+            let name: &'static str = Box::leak(c.name.clone().into_boxed_str());
+            let mut spec = ClassSpec::new(name, rank);
+            if let Some(base) = &base {
+                spec = spec
+                    .share(base.share_of_capacity())
+                    .floor(base.floor_slots())
+                    .max_wait(base.default_max_wait());
+            }
+            if let Some(share) = c.share {
+                spec = spec.share(share);
+            }
+            if let Some(floor) = c.floor {
+                spec = spec.floor(floor);
+            }
+            if let Some(Dur(max_wait)) = c.max_wait {
+                spec = spec.max_wait(max_wait);
+            }
+            match specs.iter_mut().find(|s| s.name() == c.name) {
+                Some(slot) => *slot = spec,
+                None => specs.push(spec),
+            }
+        }
+        specs
+    }
+
+    fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !(self.seconds > 0.0 && self.seconds <= 3600.0) {
+            problems.push(format!(
+                "`seconds` must be in (0, 3600], got {}",
+                self.seconds
+            ));
+        }
+        if self.limiter.capacity == 0 {
+            problems.push("`limiter.capacity` must be at least 1".into());
+        }
+        if let Some(mode) = &self.limiter.mode {
+            if let Err(e) = mode.parse::<shed::Mode>() {
+                problems.push(format!("`limiter.mode`: {e}"));
+            }
+        }
+        if self.traffic.is_empty() {
+            problems.push("at least one `[[traffic]]` table is needed".into());
+        }
+        let specs = self.class_specs();
+        let known = specs
+            .iter()
+            .map(|s| s.name())
+            .collect::<Vec<_>>()
+            .join(", ");
+        for c in &self.classes {
+            if let Some(share) = c.share {
+                if !(share > 0.0 && share <= 1.0) {
+                    problems.push(format!(
+                        "`class.share` of `{}` must be in (0, 1], got {share}",
+                        c.name
+                    ));
+                }
+            }
+        }
+        for (i, t) in self.traffic.iter().enumerate() {
+            let at = format!("traffic #{}", i + 1);
+            if !specs.iter().any(|s| s.name() == t.class) {
+                problems.push(format!(
+                    "{at}: `class` = \"{}\" is not a class (known classes: {known})",
+                    t.class
+                ));
+            }
+            if !(t.rps > 0.0 && t.rps.is_finite()) {
+                problems.push(format!("{at}: `rps` must be positive, got {}", t.rps));
+            }
+            if t.weight == 0 {
+                problems.push(format!("{at}: `weight` must be at least 1"));
+            }
+            if t.service.0.is_zero() {
+                problems.push(format!("{at}: `service` must be longer than zero"));
+            }
+            if t.timeout.0.is_zero() {
+                problems.push(format!("{at}: `timeout` must be longer than zero"));
+            }
+        }
+        for (i, e) in self.events.iter().enumerate() {
+            let at = format!("event #{}", i + 1);
+            match (e.service_factor, e.rps) {
+                (None, None) | (Some(_), Some(_)) => problems.push(format!(
+                    "{at}: give exactly one of `service_factor` or `rps`"
+                )),
+                (Some(f), None) if !(f > 0.0 && f.is_finite()) => {
+                    problems.push(format!("{at}: `service_factor` must be positive, got {f}"))
+                }
+                (None, Some(r)) if !(r >= 0.0 && r.is_finite()) => {
+                    problems.push(format!("{at}: `rps` must be zero or more, got {r}"))
+                }
+                _ => {}
+            }
+            if let Some(class) = &e.class {
+                if !specs.iter().any(|s| s.name() == class) {
+                    problems.push(format!(
+                        "{at}: `class` = \"{class}\" is not a class (known classes: {known})"
+                    ));
+                }
+            }
+        }
+        problems
+    }
+
+    /// The service's throughput with every slot busy, for this traffic
+    /// mix at its base service times: capacity / Σ(share of calls ×
+    /// weight × mean service time).
+    pub fn capacity_rps(&self) -> f64 {
+        let total_rps: f64 = self.traffic.iter().map(|t| t.rps).sum();
+        let slot_seconds_per_call: f64 = self
+            .traffic
+            .iter()
+            .map(|t| t.rps / total_rps * f64::from(t.weight) * t.service.0.as_secs_f64())
+            .sum();
+        f64::from(self.limiter.capacity) / slot_seconds_per_call
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+        name = "t"
+        seconds = 1
+        [limiter]
+        capacity = 4
+        [[traffic]]
+        rps = 100
+        service = "10ms"
+        timeout = "100ms"
+    "#;
+
+    #[test]
+    fn a_minimal_scenario_has_sane_defaults() {
+        let s = Scenario::from_toml(MINIMAL, "t.toml").unwrap();
+        assert_eq!(s.traffic[0].class, "critical");
+        assert_eq!(s.traffic[0].weight, 1);
+        assert_eq!(s.traffic[0].arrivals, Arrivals::Poisson);
+        assert!((s.capacity_rps() - 400.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn errors_name_the_file_the_key_and_what_was_expected() {
+        let unknown_key = MINIMAL.replace("rps = 100", "rps = 100\n        burst = 3");
+        let e = Scenario::from_toml(&unknown_key, "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bad.toml:"), "{e}");
+        assert!(e.contains("unknown field `burst`"), "{e}");
+
+        let bad_duration = MINIMAL.replace("\"10ms\"", "\"10 parsecs\"");
+        let e = Scenario::from_toml(&bad_duration, "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("expected a duration like \"50ms\", got \"10 parsecs\""),
+            "{e}"
+        );
+        assert!(e.contains("service"), "{e}");
+
+        let unknown_class = MINIMAL.replace("rps = 100", "rps = 100\n        class = \"batch\"");
+        let e = Scenario::from_toml(&unknown_class, "bad.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("traffic #1: `class` = \"batch\" is not a class (known classes: critical, optional, background)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn class_tables_override_and_extend_the_defaults() {
+        let text = format!("{MINIMAL}\n[[class]]\nname = \"background\"\nshare = 0.3\n[[class]]\nname = \"batch\"\nmax_wait = \"2ms\"\n");
+        let s = Scenario::from_toml(&text, "t.toml").unwrap();
+        let specs = s.class_specs();
+        let bg = specs.iter().find(|c| c.name() == "background").unwrap();
+        assert_eq!((bg.rank(), bg.share_of_capacity()), (2, 0.3));
+        let batch = specs.iter().find(|c| c.name() == "batch").unwrap();
+        assert_eq!(batch.default_max_wait(), Duration::from_millis(2));
+    }
+}
