@@ -54,6 +54,7 @@
 //! | `max_wait = "5ms"` | the class's | the queue-wait budget (`"500us"`, `"1.5s"`, ...; at most 1h) |
 //! | `weight = 3` | 1 | slots one call holds |
 //! | `name = "orders::create"` | `module::path::fn` | the name in the policy table and refusals |
+//! | `fallback = cached` | none | an async fn with the same arguments and return type, called instead of refusing (counted as a fallback) |
 //! | `crate = "my_shed"` | `::shed` | the path of this crate, if it was renamed |
 //!
 //! A refused call returns [`FromRejected::from_rejected`] of the
@@ -85,9 +86,14 @@ pub use shed_macros::shed;
 pub use shed_runtime::{
     deadline, metrics, policies, with_deadline, with_timeout, Admission, ClassSpec, ClassStats,
     Config, ConfigErrors, FromRejected, Limiter, LimiterStats, Mode, Permit, Policy, PolicyTable,
-    Problem, Reason, Rejected, UnknownClass, UnknownMode, DEFAULT_CAPACITY, ENV_CAPACITY,
-    ENV_CLASSES, ENV_MODE,
+    Problem, Readiness, Reason, Rejected, UnknownClass, UnknownMode, DEFAULT_CAPACITY,
+    ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
 };
+
+#[cfg(feature = "http")]
+pub use shed_runtime::http;
+#[cfg(feature = "tonic")]
+pub use shed_runtime::tonic;
 
 /// Runs `work` under `policy` exactly as a `#[shed]` fn with that policy
 /// would: it waits for the policy's slots on the current limiter and runs

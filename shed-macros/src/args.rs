@@ -7,7 +7,7 @@ use syn::{LitInt, LitStr};
 
 use crate::duration;
 
-const KEYS: &str = "`class`, `max_wait`, `weight`, `name`, `crate`";
+const KEYS: &str = "`class`, `max_wait`, `weight`, `name`, `fallback`, `crate`";
 
 /// What the attribute says, with defaults filled in by the expansion.
 #[derive(Default)]
@@ -17,6 +17,7 @@ pub(crate) struct Args {
     pub(crate) weight: Option<(u32, Span)>,
     pub(crate) name: Option<LitStr>,
     pub(crate) krate: Option<syn::Path>,
+    pub(crate) fallback: Option<syn::ExprPath>,
     /// Keys seen so far, to reject duplicates.
     seen: Vec<String>,
 }
@@ -65,7 +66,7 @@ impl Args {
                 let path = &meta.path;
                 quote::quote!(#path).to_string().replace(' ', "")
             });
-        let known = ["class", "max_wait", "weight", "name", "crate"];
+        let known = ["class", "max_wait", "weight", "name", "fallback", "crate"];
         if !known.contains(&key.as_str()) {
             return Err(meta.error(format!("unknown key `{key}`; valid keys are {KEYS}")));
         }
@@ -117,6 +118,15 @@ impl Args {
                 }
                 self.name = Some(lit);
             }
+            "fallback" => match value {
+                syn::Expr::Path(path) => self.fallback = Some(path),
+                other => {
+                    return Err(syn::Error::new_spanned(
+                        other,
+                        "expected the path of an async fn with the same arguments, like `fallback = cached_results` or `fallback = Self::cached`",
+                    ))
+                }
+            },
             "crate" => {
                 let lit: LitStr = literal(&value).map_err(|e| {
                     expected(

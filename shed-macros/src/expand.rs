@@ -33,12 +33,43 @@ pub(crate) fn shed(args: TokenStream, item: TokenStream) -> TokenStream {
             "`#[shed]` needs a fn body: put it on the method in the trait's `impl`, not on the declaration",
         ));
     }
+    let fallback_args = match &args.fallback {
+        Some(_) => match forwarded_args(&parsed.sig) {
+            Ok(names) => Some(names),
+            Err(e) => {
+                errors.push(e);
+                None
+            }
+        },
+        None => None,
+    };
     if let Err(all) = errors.finish() {
         // Keep the user's fn so the rest of the crate, and rust-analyzer,
         // still see it while the attribute is being fixed.
         return with_errors(item, Errors::from(all));
     }
-    rewrite(&args, parsed)
+    rewrite(&args, parsed, fallback_args)
+}
+
+/// The arguments to hand on to a fallback: `self` and every argument's
+/// name. A fallback needs plain names, since a pattern has already taken
+/// its argument apart.
+fn forwarded_args(sig: &syn::Signature) -> syn::Result<Vec<TokenStream>> {
+    sig.inputs
+        .iter()
+        .map(|input| match input {
+            syn::FnArg::Receiver(receiver) => Ok(receiver.self_token.to_token_stream()),
+            syn::FnArg::Typed(typed) => match &*typed.pat {
+                syn::Pat::Ident(ident) if ident.by_ref.is_none() && ident.subpat.is_none() => {
+                    Ok(ident.ident.to_token_stream())
+                }
+                other => Err(syn::Error::new_spanned(
+                    other,
+                    "`fallback` passes the arguments on by name: give this argument a plain name, like `args: (u8, u8)`, and take it apart in the body",
+                )),
+            },
+        })
+        .collect()
 }
 
 impl From<syn::Error> for Errors {
@@ -83,7 +114,7 @@ fn first_token_span(item: &TokenStream) -> Span {
         .map_or_else(Span::call_site, |t| t.span())
 }
 
-fn rewrite(args: &Args, item: FnItem) -> TokenStream {
+fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -> TokenStream {
     let FnItem {
         outer_attrs,
         vis,
@@ -130,6 +161,15 @@ fn rewrite(args: &Args, item: FnItem) -> TokenStream {
         refuse_span,
     );
 
+    // On refusal: the fallback's answer if there is one, else the refusal.
+    let on_refusal = match (&args.fallback, fallback_args) {
+        (Some(fallback), Some(forwarded)) => quote! {{
+            let _ = #rejected;
+            #krate::__private::count_fallback(&__SHED_POLICY);
+            return #fallback(#(#forwarded),*).await;
+        }},
+        _ => quote!(return #refuse),
+    };
     let inner_attrs = &body.inner_attrs;
     let rest = &body.rest;
     let mut block = quote! {
@@ -142,10 +182,10 @@ fn rewrite(args: &Args, item: FnItem) -> TokenStream {
         }
         let #permit = match #krate::__private::admit(&__SHED_POLICY) {
             #krate::__private::Decision::Admitted(permit) => permit,
-            #krate::__private::Decision::Refused(#rejected) => return #refuse,
+            #krate::__private::Decision::Refused(#rejected) => #on_refusal,
             #krate::__private::Decision::Wait(admission) => match admission.await {
                 ::core::result::Result::Ok(permit) => permit,
-                ::core::result::Result::Err(#rejected) => return #refuse,
+                ::core::result::Result::Err(#rejected) => #on_refusal,
             },
         };
         #rest

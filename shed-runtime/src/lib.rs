@@ -5,16 +5,23 @@
 //! adds the `#[shed]` attribute.
 #![warn(missing_docs)]
 
+#[cfg(feature = "axum")]
+mod axum;
 mod class;
 mod config;
 mod context;
 mod deadline;
+#[cfg(feature = "http")]
+pub mod http;
 mod limiter;
 pub mod metrics;
 mod mode;
 mod policy;
+mod readiness;
 mod rejected;
 mod sync;
+#[cfg(feature = "tonic")]
+pub mod tonic;
 
 pub use class::ClassSpec;
 pub use config::{
@@ -26,12 +33,13 @@ pub use limiter::{Admission, Limiter, Permit};
 pub use metrics::{ClassStats, LimiterStats};
 pub use mode::{Mode, UnknownMode};
 pub use policy::{policies, Policy, PolicyTable};
+pub use readiness::Readiness;
 pub use rejected::{FromRejected, Reason, Rejected};
 
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::limiter::{admit, Decision};
+    pub use crate::limiter::{admit, count_fallback, Decision};
 
     /// The value a refused call returns, in the fn's own return type.
     #[inline]

@@ -9,7 +9,11 @@
 //!
 //! | name | kind | meaning |
 //! |---|---|---|
+//! | `shed_offered_total` | counter | calls that asked for admission (admitted + refused) |
 //! | `shed_admitted_total` | counter | calls admitted |
+//! | `shed_served_in_time_total` | counter | requests answered before their deadline (HTTP layer) |
+//! | `shed_late_total` | counter | requests answered after their deadline: wasted work (HTTP layer) |
+//! | `shed_fallback_total` | counter | refusals answered by a `fallback` fn instead |
 //! | `shed_refused_total` | counter | calls refused, by `reason` |
 //! | `shed_observed_refusals_total` | counter | refusals that observe mode let through, by `reason` |
 //! | `shed_class_in_flight` | gauge | weight held by the class |
@@ -18,6 +22,8 @@
 //! | `shed_queued_weight` | gauge | weight waiting for slots (no `class` label) |
 //! | `shed_queue_wait_seconds` | histogram | how long admitted calls waited (only calls that had to wait) |
 //! | `shed_service_seconds` | histogram | how long admitted calls held their slots (sampled) |
+//! | `shed_latency_seconds` | histogram | arrival to end of response, per class (HTTP layer) |
+//! | `shed_shedding_active_seconds` | gauge | how long refusals have gone on without a quiet interval (no `class` label) |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -38,6 +44,11 @@ const REASONS: usize = Reason::ALL.len();
 pub(crate) struct ClassCounters {
     refused: [AtomicU64; REASONS],
     observed: [AtomicU64; REASONS],
+    /// Requests answered before their deadline, and after it (integrations).
+    served_in_time: AtomicU64,
+    late: AtomicU64,
+    /// Refusals answered by a `fallback` instead.
+    fallbacks: AtomicU64,
     /// Histogram handles, registered by the reporter once a recorder exists.
     pub(crate) handles: OnceLock<ClassHandles>,
 }
@@ -46,6 +57,7 @@ pub(crate) struct ClassCounters {
 pub(crate) struct ClassHandles {
     pub(crate) queue_wait: metrics::Histogram,
     pub(crate) service: metrics::Histogram,
+    pub(crate) latency: metrics::Histogram,
 }
 
 impl ClassCounters {
@@ -69,6 +81,30 @@ impl ClassCounters {
         if let Some(handles) = self.handles.get() {
             handles.service.record(took.as_secs_f64());
         }
+    }
+
+    pub(crate) fn count_served(&self, latency: Duration, in_time: bool) {
+        let counter = if in_time {
+            &self.served_in_time
+        } else {
+            &self.late
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if let Some(handles) = self.handles.get() {
+            handles.latency.record(latency.as_secs_f64());
+        }
+    }
+
+    pub(crate) fn count_fallback(&self) {
+        self.fallbacks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn outcomes(&self) -> (u64, u64, u64) {
+        (
+            self.served_in_time.load(Ordering::Relaxed),
+            self.late.load(Ordering::Relaxed),
+            self.fallbacks.load(Ordering::Relaxed),
+        )
     }
 
     pub(crate) fn snapshot(&self) -> ([u64; REASONS], [u64; REASONS]) {
@@ -148,6 +184,13 @@ pub struct ClassStats {
     pub refused: Vec<(Reason, u64)>,
     /// Refusals that observe mode let through, by reason.
     pub observed_refusals: Vec<(Reason, u64)>,
+    /// Requests answered before their deadline (counted by integrations
+    /// such as the HTTP layer, which know when a response is done).
+    pub served_in_time: u64,
+    /// Requests answered after their deadline: wasted work.
+    pub late: u64,
+    /// Refused calls answered by their `fallback` instead.
+    pub fallbacks: u64,
 }
 
 impl ClassStats {
@@ -215,7 +258,11 @@ impl Limiter {
                 .enumerate()
                 .map(|(i, class)| {
                     let (refused, observed) = class.counters.snapshot();
+                    let (served_in_time, late, fallbacks) = class.counters.outcomes();
                     ClassStats {
+                        served_in_time,
+                        late,
+                        fallbacks,
                         class: class.spec.name(),
                         enabled: class.is_enabled(),
                         in_flight: core.class_in_flight(i),
@@ -234,6 +281,7 @@ impl Limiter {
             let _ = class.counters.handles.set(ClassHandles {
                 queue_wait: metrics::histogram!("shed_queue_wait_seconds", "class" => name),
                 service: metrics::histogram!("shed_service_seconds", "class" => name),
+                latency: metrics::histogram!("shed_latency_seconds", "class" => name),
             });
         }
     }
@@ -248,6 +296,12 @@ impl Limiter {
         for class in &stats.classes {
             let name = class.class;
             metrics::counter!("shed_admitted_total", "class" => name).absolute(class.admitted);
+            metrics::counter!("shed_offered_total", "class" => name)
+                .absolute(class.admitted + class.refused_total());
+            metrics::counter!("shed_served_in_time_total", "class" => name)
+                .absolute(class.served_in_time);
+            metrics::counter!("shed_late_total", "class" => name).absolute(class.late);
+            metrics::counter!("shed_fallback_total", "class" => name).absolute(class.fallbacks);
             metrics::gauge!("shed_class_in_flight", "class" => name).set(class.in_flight as f64);
             for (reason, n) in &class.refused {
                 metrics::counter!("shed_refused_total", "class" => name, "reason" => reason.as_str())
@@ -276,11 +330,24 @@ pub fn spawn_reporter(limiter: Limiter, every: Duration) -> tokio::task::JoinHan
         let mut ticker = tokio::time::interval(every);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last = limiter.stats();
+        // Shedding is "active" through every interval with a refusal; the
+        // gauge says for how long, so that shedding which outlives its
+        // incident can be alerted on.
+        let mut shedding_since: Option<tokio::time::Instant> = None;
         loop {
             ticker.tick().await;
             limiter.publish_metrics();
             let now = limiter.stats();
-            if let Some(line) = summary_line(&last, &now) {
+            let line = summary_line(&last, &now);
+            let at = tokio::time::Instant::now();
+            shedding_since = match (&line, shedding_since) {
+                (Some(_), None) => Some(at),
+                (Some(_), since) => since,
+                (None, _) => None,
+            };
+            let active = shedding_since.map_or(0.0, |since| (at - since + every).as_secs_f64());
+            metrics::gauge!("shed_shedding_active_seconds").set(active);
+            if let Some(line) = line {
                 tracing::info!(target: "shed::summary", "{line}");
             }
             last = now;

@@ -426,6 +426,16 @@ pub enum Decision {
     Wait(Admission),
 }
 
+/// Not public API: counts a refusal of `policy` answered by its fallback.
+#[doc(hidden)]
+pub fn count_fallback(policy: &'static Policy) {
+    let (held, _) = crate::context::current();
+    let held = held.unwrap_or_else(|| Held::Global(&Limiter::global().inner));
+    if let Ok(class) = held.policy_class(policy) {
+        held.core.classes[class].counters.count_fallback();
+    }
+}
+
 /// Not public API: what `#[shed]` expands to.
 ///
 /// The common case (slots free, no deadline) is decided inline with one

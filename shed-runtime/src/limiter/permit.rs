@@ -46,6 +46,16 @@ impl Permit {
         }
     }
 
+    /// Counts the request this permit admitted as answered, in time or
+    /// late, after `latency` (for integrations that see the response end).
+    pub fn record_served(&self, latency: std::time::Duration, in_time: bool) {
+        if let Some(held) = &self.held {
+            held.core.classes[self.class]
+                .counters
+                .count_served(latency, in_time);
+        }
+    }
+
     /// The slots this permit holds (0 when the limiter is bypassed).
     pub fn weight(&self) -> u64 {
         self.weight

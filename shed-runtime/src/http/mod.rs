@@ -1,0 +1,26 @@
+//! HTTP services (feature `http`): a tower layer that admits requests
+//! through the limiter, `503` + `Retry-After` + problem JSON refusals,
+//! deadlines from request headers, and response bodies that hold their
+//! slots until they end.
+//!
+//! ```
+//! use shed_runtime::http::{Routes, ShedLayer};
+//!
+//! let layer = ShedLayer::new(
+//!     Routes::new("critical")
+//!         .exempt("/healthz")                    // never shed
+//!         .route("/recommendations", "optional", 1)
+//!         .route("/reports", "background", 3),
+//! );
+//! # let _ = layer;
+//! ```
+
+mod body;
+mod deadline;
+mod layer;
+mod problem;
+
+pub use body::GuardedBody;
+pub use deadline::{parse_grpc_timeout, parse_timeout, DeadlineHeaders};
+pub use layer::{Classification, Classify, Routes, Shed, ShedLayer};
+pub use problem::{problem_json, reason_label, refusal_response, retry_after_secs, PROBLEM_TYPE};
