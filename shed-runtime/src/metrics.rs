@@ -11,8 +11,8 @@
 //! |---|---|---|
 //! | `shed_offered_total` | counter | calls that asked for admission (admitted + refused) |
 //! | `shed_admitted_total` | counter | calls admitted |
-//! | `shed_served_in_time_total` | counter | requests answered before their deadline (HTTP layer) |
-//! | `shed_late_total` | counter | requests answered after their deadline: wasted work (HTTP layer) |
+//! | `shed_served_in_time_total` | counter | calls with a deadline that finished before it |
+//! | `shed_late_total` | counter | calls with a deadline that finished after it: wasted work |
 //! | `shed_fallback_total` | counter | refusals answered by a `fallback` fn instead |
 //! | `shed_refused_total` | counter | calls refused, by `reason` |
 //! | `shed_observed_refusals_total` | counter | refusals that observe mode let through, by `reason` |
@@ -83,14 +83,14 @@ impl ClassCounters {
         }
     }
 
-    pub(crate) fn count_served(&self, latency: Duration, in_time: bool) {
+    pub(crate) fn count_served(&self, latency: Option<Duration>, in_time: bool) {
         let counter = if in_time {
             &self.served_in_time
         } else {
             &self.late
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        if let Some(handles) = self.handles.get() {
+        if let (Some(handles), Some(latency)) = (self.handles.get(), latency) {
             handles.latency.record(latency.as_secs_f64());
         }
     }
@@ -184,10 +184,10 @@ pub struct ClassStats {
     pub refused: Vec<(Reason, u64)>,
     /// Refusals that observe mode let through, by reason.
     pub observed_refusals: Vec<(Reason, u64)>,
-    /// Requests answered before their deadline (counted by integrations
-    /// such as the HTTP layer, which know when a response is done).
+    /// Calls with a deadline that finished before it (for the HTTP layer,
+    /// when the response body ended).
     pub served_in_time: u64,
-    /// Requests answered after their deadline: wasted work.
+    /// Calls with a deadline that finished after it: wasted work.
     pub late: u64,
     /// Refused calls answered by their `fallback` instead.
     pub fallbacks: u64,

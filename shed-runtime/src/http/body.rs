@@ -52,7 +52,7 @@ impl<B> GuardedBody<B> {
 fn finish(held: &mut Option<Held>) {
     if let Some(held) = held.take() {
         let now = Instant::now();
-        held.permit.record_served(
+        held.permit.finish(
             now.saturating_duration_since(held.arrived),
             now <= held.deadline,
         );

@@ -144,13 +144,10 @@ fn outcome(
             let now = Instant::now();
             let counters = &held.core.classes[class].counters;
             counters.record_queue_wait(now.saturating_duration_since(waiter.arrived));
-            Ok(Permit::new(
-                held.clone(),
-                class,
-                waiter.weight,
-                Some(now),
-                stats,
-            ))
+            Ok(
+                Permit::new(held.clone(), class, waiter.weight, Some(now), stats)
+                    .with_deadline(waiter.deadline),
+            )
         }
         Status::Refused(reason) => Err(held.rejected(class, reason, name, expected)),
         Status::Pending => unreachable!("a settled waiter is never pending"),

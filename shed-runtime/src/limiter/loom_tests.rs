@@ -26,7 +26,7 @@ fn acquire(core: &Core) -> Result<(), Arc<Waiter>> {
     if core.try_acquire(0, 1).is_some() {
         return Ok(());
     }
-    let waiter = Waiter::new(0, 1, Instant::now(), None);
+    let waiter = Waiter::new(0, 1, Instant::now(), None, None);
     match core.enqueue(&waiter) {
         Status::Granted => Ok(()),
         Status::Pending => Err(waiter),
@@ -67,7 +67,7 @@ fn loom_cancel_racing_a_release_leaks_nothing() {
     loom::model(|| {
         let core = core(1, 1.0);
         assert!(core.try_acquire(0, 1).is_some());
-        let waiter = Waiter::new(0, 1, Instant::now(), None);
+        let waiter = Waiter::new(0, 1, Instant::now(), None, None);
         assert_eq!(core.enqueue(&waiter), Status::Pending);
         let releaser = {
             let core = core.clone();

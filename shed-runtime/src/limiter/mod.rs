@@ -332,7 +332,8 @@ impl Held {
                 None if stats.is_some() && admitted & self.sample_mask == 0 => Some(Instant::now()),
                 None => None,
             };
-            return Admission::ready(Ok(Permit::new(self, class, weight, start, stats)));
+            let permit = Permit::new(self, class, weight, start, stats).with_deadline(deadline);
+            return Admission::ready(Ok(permit));
         }
 
         // No room now: the call would have to wait.
@@ -352,7 +353,7 @@ impl Held {
                 gives_up = (last_start, Reason::Deadline);
             }
         }
-        let waiter = Waiter::new(class, weight, arrived, Some(gives_up));
+        let waiter = Waiter::new(class, weight, arrived, Some(gives_up), deadline);
         match self.core.enqueue(&waiter) {
             Status::Pending => Admission::waiting(self, waiter, name, expected, stats),
             status => Admission::settled(self, waiter, status, name, expected, stats),

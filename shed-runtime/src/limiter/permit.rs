@@ -16,6 +16,9 @@ pub struct Permit {
     /// When the call started, if its service time is measured.
     start: Option<Instant>,
     stats: Option<&'static PolicyStats>,
+    /// The caller's deadline: the call is counted as served in time or
+    /// late when it ends.
+    deadline: Option<Instant>,
 }
 
 impl Permit {
@@ -32,7 +35,13 @@ impl Permit {
             weight,
             start,
             stats,
+            deadline: None,
         }
+    }
+
+    pub(crate) fn with_deadline(mut self, deadline: Option<Instant>) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// A permit that holds nothing (mode `off`).
@@ -43,16 +52,19 @@ impl Permit {
             weight: 0,
             start: None,
             stats: None,
+            deadline: None,
         }
     }
 
-    /// Counts the request this permit admitted as answered, in time or
-    /// late, after `latency` (for integrations that see the response end).
-    pub fn record_served(&self, latency: std::time::Duration, in_time: bool) {
+    /// Gives the slots back, counting the request as answered in time or
+    /// late after `latency` from its arrival (for integrations that see
+    /// the response end, such as the HTTP layer's response bodies).
+    pub fn finish(mut self, latency: std::time::Duration, in_time: bool) {
+        self.deadline = None;
         if let Some(held) = &self.held {
             held.core.classes[self.class]
                 .counters
-                .count_served(latency, in_time);
+                .count_served(Some(latency), in_time);
         }
     }
 
@@ -76,6 +88,12 @@ impl Drop for Permit {
         let Some(held) = self.held.take() else {
             return;
         };
+        if let Some(deadline) = self.deadline {
+            let in_time = Instant::now() <= deadline;
+            held.core.classes[self.class]
+                .counters
+                .count_served(None, in_time);
+        }
         if let Some(start) = self.start {
             let took = start.elapsed();
             if let Some(stats) = self.stats {

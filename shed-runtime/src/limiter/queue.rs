@@ -31,6 +31,8 @@ pub(crate) struct Waiter {
     /// When the waiter gives up, and why: its `max_wait` budget or the last
     /// moment at which its deadline can still be met.
     pub(crate) gives_up: Option<(Instant, Reason)>,
+    /// The caller's deadline, handed on to the permit.
+    pub(crate) deadline: Option<Instant>,
     status: AtomicU8,
     waker: Mutex<Option<Waker>>,
 }
@@ -41,12 +43,14 @@ impl Waiter {
         weight: u64,
         arrived: Instant,
         gives_up: Option<(Instant, Reason)>,
+        deadline: Option<Instant>,
     ) -> Arc<Self> {
         Arc::new(Self {
             class,
             weight,
             arrived,
             gives_up,
+            deadline,
             status: AtomicU8::new(PENDING),
             waker: Mutex::new(None),
         })
