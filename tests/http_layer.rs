@@ -323,3 +323,49 @@ async fn readiness_turns_off_under_heavy_shedding_and_back_on_with_hysteresis() 
         "30% is not enough to turn it off again"
     );
 }
+
+#[shed(class = "optional", name = "http::impl_into_response")]
+async fn impl_into_response_style() -> Result<impl axum::response::IntoResponse, Rejected> {
+    Ok((StatusCode::CREATED, "made"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn handlers_returning_impl_into_response_results_refuse_with_503() {
+    use axum::response::IntoResponse;
+    let limiter = limiter(2);
+    let made = limiter
+        .scope(impl_into_response_style())
+        .await
+        .into_response();
+    assert_eq!(made.status(), StatusCode::CREATED);
+    limiter.set_class_enabled("optional", false).unwrap();
+    let refused = limiter
+        .scope(impl_into_response_style())
+        .await
+        .into_response();
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_prometheus_page_has_the_documented_series() {
+    let limiter = limiter(1);
+    let held = limiter.acquire("critical", 1, "holder").await.unwrap();
+    let _ = limiter.acquire("optional", 1, "waits").await;
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    metrics::with_local_recorder(&recorder, || limiter.publish_metrics());
+    let page = handle.render();
+    for series in [
+        "shed_offered_total{class=\"optional\"} 1",
+        "shed_admitted_total{class=\"critical\"} 1",
+        "shed_refused_total{class=\"optional\",reason=\"max_wait\"} 1",
+        "shed_served_in_time_total",
+        "shed_late_total",
+        "shed_in_flight 1",
+        "shed_limit 1",
+        "shed_queued_weight 0",
+    ] {
+        assert!(page.contains(series), "missing {series} in:\n{page}");
+    }
+    drop(held);
+}
