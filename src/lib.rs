@@ -85,8 +85,8 @@
 pub use shed_macros::shed;
 pub use shed_runtime::{
     deadline, metrics, policies, with_deadline, with_timeout, Admission, ClassSpec, ClassStats,
-    Config, ConfigErrors, FromRejected, Limiter, LimiterStats, Mode, Permit, Policy, PolicyTable,
-    Problem, Readiness, Reason, Rejected, UnknownClass, UnknownMode, DEFAULT_CAPACITY,
+    Codel, Config, ConfigErrors, FromRejected, Limiter, LimiterStats, Mode, Permit, Policy,
+    PolicyTable, Problem, Readiness, Reason, Rejected, UnknownClass, UnknownMode, DEFAULT_CAPACITY,
     ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
 };
 

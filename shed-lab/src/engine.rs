@@ -149,6 +149,15 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             if let Some(mode) = &scenario.limiter.mode {
                 config = config.mode(mode.parse::<Mode>().expect("validated"));
             }
+            let l = &scenario.limiter;
+            if l.codel {
+                let defaults = shed::Codel::default();
+                config = config.codel(shed::Codel {
+                    target: l.codel_target.map_or(defaults.target, |d| d.0),
+                    interval: l.codel_interval.map_or(defaults.interval, |d| d.0),
+                });
+            }
+            config = config.adaptive_lifo(l.lifo);
             let policies = scenario
                 .traffic
                 .iter()

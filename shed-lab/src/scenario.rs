@@ -9,6 +9,8 @@
 //! capacity = 8          # slots
 //! queue_bound = 10000   # optional: most weight waiting at once
 //! mode = "enforce"      # optional: enforce | observe | off
+//! codel = true          # optional: CoDel on the wait queue (codel_target = "5ms", codel_interval = "100ms")
+//! lifo = true           # optional: adaptive LIFO (newest first while the queue stands)
 //!
 //! [[class]]             # optional: override or add classes
 //! name = "critical"
@@ -145,6 +147,16 @@ pub struct LimiterConfig {
     pub queue_bound: Option<u64>,
     /// `enforce`, `observe` or `off`.
     pub mode: Option<String>,
+    /// CoDel on the wait queue (defaults: target 5 ms, interval 100 ms).
+    #[serde(default)]
+    pub codel: bool,
+    /// CoDel's target wait.
+    pub codel_target: Option<Dur>,
+    /// CoDel's interval.
+    pub codel_interval: Option<Dur>,
+    /// Adaptive LIFO: serve the newest waiter first while the queue stands.
+    #[serde(default)]
+    pub lifo: bool,
 }
 
 /// A `[[class]]` table.

@@ -6,6 +6,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::class::{ClassSpec, ClassState};
+use crate::limiter::discipline::{Codel, Discipline};
 use crate::limiter::state::MAX_CAPACITY;
 use crate::mode::Mode;
 use crate::policy::{policies, PolicyTable};
@@ -55,6 +56,7 @@ pub struct Config {
     queue_bound: Option<u64>,
     default_service: Duration,
     sample_every: u32,
+    discipline: Discipline,
     /// Problems found while reading the environment, reported by the check.
     env_problems: Vec<Problem>,
 }
@@ -75,6 +77,7 @@ impl Config {
             queue_bound: None,
             default_service: Duration::from_millis(1),
             sample_every: 64,
+            discipline: Discipline::default(),
             env_problems: Vec::new(),
         }
     }
@@ -170,6 +173,25 @@ impl Config {
     /// call.
     pub fn service_time_sampling(mut self, n: u32) -> Self {
         self.sample_every = n.max(1);
+        self
+    }
+
+    /// Drops waiters from a standing queue, CoDel-style (see [`Codel`]).
+    /// Off by default.
+    pub fn codel(mut self, codel: Codel) -> Self {
+        self.discipline.detector = codel;
+        self.discipline.codel_drops = true;
+        self
+    }
+
+    /// Adaptive LIFO: within a class, serve the newest waiter first while
+    /// the queue stands (by [`Codel`]'s test, with the parameters given to
+    /// [`codel`](Config::codel) or the defaults), the oldest first
+    /// otherwise. Under sustained overload the newest caller is the one
+    /// most likely still waiting; bursts are still served in order. Off by
+    /// default.
+    pub fn adaptive_lifo(mut self, on: bool) -> Self {
+        self.discipline.lifo = on;
         self
     }
 
@@ -321,6 +343,7 @@ impl Config {
             self.mode,
             self.default_service,
             self.sample_every,
+            self.discipline,
         )
     }
 

@@ -29,6 +29,7 @@ pub use config::{
     ENV_MODE,
 };
 pub use deadline::{deadline, with_deadline, with_timeout};
+pub use limiter::discipline::Codel;
 pub use limiter::{Admission, Limiter, Permit};
 pub use metrics::{ClassStats, LimiterStats};
 pub use mode::{Mode, UnknownMode};

@@ -23,17 +23,21 @@ pub enum Reason {
     UnknownClass,
     /// The call asks for more slots than the limiter will ever have.
     TooHeavy,
+    /// The limiter is shedding to get out of overload: the queue stands
+    /// (CoDel) or the overload controller is holding the class back.
+    Overload,
 }
 
 impl Reason {
     /// Every reason, in a stable order (the order of the metrics arrays).
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 7] = [
         Reason::Disabled,
         Reason::Deadline,
         Reason::MaxWait,
         Reason::QueueFull,
         Reason::UnknownClass,
         Reason::TooHeavy,
+        Reason::Overload,
     ];
 
     /// The label used in metrics, JSON and HTTP problem bodies.
@@ -45,6 +49,7 @@ impl Reason {
             Reason::QueueFull => "queue_full",
             Reason::UnknownClass => "unknown_class",
             Reason::TooHeavy => "too_heavy",
+            Reason::Overload => "overload",
         }
     }
 
@@ -139,6 +144,7 @@ impl fmt::Display for Rejected {
             Reason::QueueFull => "the wait queue is full",
             Reason::UnknownClass => "its class is not configured",
             Reason::TooHeavy => "its weight exceeds the capacity",
+            Reason::Overload => "the service is shedding to recover from overload",
         };
         write!(
             f,

@@ -9,10 +9,10 @@ use crate::{FromRejected, Reason, Rejected};
 pub const PROBLEM_TYPE: &str = "urn:shed:overloaded";
 
 /// The `reason` of the problem body: `overload:<class>` when the queue was
-/// full, else the reason's label (`deadline`, `max_wait`, `disabled`, ...).
+/// full or the limiter is shedding the class, else the reason's label (`deadline`, `max_wait`, `disabled`, ...).
 pub fn reason_label(rejected: &Rejected) -> String {
     match rejected.reason() {
-        Reason::QueueFull => format!("overload:{}", rejected.class()),
+        Reason::QueueFull | Reason::Overload => format!("overload:{}", rejected.class()),
         other => other.as_str().to_string(),
     }
 }

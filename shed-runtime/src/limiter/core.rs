@@ -12,7 +12,8 @@
 
 use tokio::time::Instant;
 
-use super::queue::{Status, WaitQueue, Waiter};
+use super::discipline::Discipline;
+use super::queue::{End, Status, WaitQueue, Waiter};
 use super::state::{AdmissionWord, FastTake, Snapshot};
 use crate::class::ClassState;
 use crate::rejected::Reason;
@@ -25,6 +26,7 @@ pub(crate) struct Core {
     queue: Mutex<WaitQueue>,
     /// The most weight that may wait at once.
     pub(crate) queue_bound: u64,
+    pub(crate) discipline: Discipline,
 }
 
 enum Grant {
@@ -45,7 +47,12 @@ impl LazyNow {
 }
 
 impl Core {
-    pub(crate) fn new(capacity: u64, classes: Vec<ClassState>, queue_bound: u64) -> Self {
+    pub(crate) fn new(
+        capacity: u64,
+        classes: Vec<ClassState>,
+        queue_bound: u64,
+        discipline: Discipline,
+    ) -> Self {
         let mut by_rank: Vec<usize> = (0..classes.len()).collect();
         by_rank.sort_by_key(|&c| classes[c].spec.rank());
         Self {
@@ -53,6 +60,7 @@ impl Core {
             classes: classes.into_boxed_slice(),
             queue: Mutex::new(WaitQueue::new(by_rank)),
             queue_bound,
+            discipline,
         }
     }
 
@@ -113,10 +121,10 @@ impl Core {
         while queue.queued_weight() > self.queue_bound {
             let rank_of = |c: usize| self.classes[c].spec.rank();
             match queue.evict_below(rank_of, rank) {
-                Some(victim) => self.refuse(&victim, Reason::QueueFull),
+                Some(victim) => self.refuse_overflow(&mut queue, &victim, Reason::QueueFull),
                 None => {
                     queue.remove(waiter);
-                    self.refuse(waiter, Reason::QueueFull);
+                    self.refuse_overflow(&mut queue, waiter, Reason::QueueFull);
                     removed_self = true;
                     break;
                 }
@@ -146,7 +154,7 @@ impl Core {
         let mut queue = lock(&self.queue);
         if waiter.status() == Status::Pending {
             queue.remove(waiter);
-            self.refuse(waiter, reason);
+            self.refuse_overflow(&mut queue, waiter, reason);
             self.dispatch(&mut queue);
         }
         waiter.status()
@@ -170,35 +178,44 @@ impl Core {
     }
 
     /// Serves waiters while slots allow: first classes below their reserved
-    /// floor, then every class by rank, each in arrival order. A class at
-    /// its share is skipped; a waiter that does not fit in the limiter
-    /// stops the round, so light calls cannot starve a heavy one.
+    /// floor, then every class by rank. Within a class, waiters are served
+    /// in arrival order, or newest first under adaptive LIFO; waiters out
+    /// of time (their budget, their deadline, or CoDel's standing-queue
+    /// bound) leave first. A class at its share is skipped; a waiter that
+    /// does not fit in the limiter stops the round, so light calls cannot
+    /// starve a heavy one.
     fn dispatch(&self, queue: &mut MutexGuard<'_, WaitQueue>) {
         let mut now = LazyNow(None);
+        if let Some(codel) = self.discipline.watches() {
+            queue.codel.update(codel, now.get());
+        }
         let ranks = queue.by_rank.len();
         for floors_only in [true, false] {
             for position in 0..ranks {
                 let c = queue.by_rank[position];
-                let class = &self.classes[c];
-                let floor = u64::from(class.spec.floor_slots());
+                let floor = u64::from(self.classes[c].spec.floor_slots());
                 if floors_only && floor == 0 {
                     continue;
                 }
-                while let Some(head) = queue.head(c) {
-                    if head.gives_up.is_some() {
-                        if let Some(reason) = head.expired_at(now.get()) {
-                            let head = queue.pop_head(c).expect("head exists");
-                            self.refuse(&head, reason);
-                            continue;
-                        }
+                loop {
+                    self.refuse_stale(queue, c, &mut now);
+                    let end = self.end_to_serve(queue);
+                    let Some(waiter) = queue.peek(c, end).cloned() else {
+                        break;
+                    };
+                    if let Some(reason) = waiter.gives_up.and_then(|_| waiter.expired_at(now.get()))
+                    {
+                        queue.pop(c, end);
+                        self.refuse_overflow(queue, &waiter, reason);
+                        continue;
                     }
                     if floors_only && self.class_in_flight(c) >= floor {
                         break;
                     }
-                    match self.try_grant(head) {
+                    match self.try_grant(&waiter) {
                         Grant::Granted => {
-                            let head = queue.pop_head(c).expect("head exists");
-                            head.grant();
+                            queue.pop(c, end);
+                            waiter.grant();
                         }
                         Grant::NoClassRoom => break,
                         Grant::NoGlobalRoom => {
@@ -210,6 +227,44 @@ impl Core {
             }
         }
         self.settle_flag(queue);
+    }
+
+    /// Refuses the oldest waiters of class `c` while they are out of time:
+    /// past their budget or deadline, or too old for a standing queue.
+    fn refuse_stale(&self, queue: &mut WaitQueue, c: usize, now: &mut LazyNow) {
+        while let Some(front) = queue.head(c) {
+            let reason = match front.gives_up {
+                Some(_) => front.expired_at(now.get()),
+                None => None,
+            }
+            .or_else(|| {
+                // Drop for a standing queue only while enough younger
+                // waiters remain to keep every slot busy: dropping into
+                // idle slots would trade goodput for latency.
+                if !self.discipline.codel_drops || queue.queued_weight() <= self.word.capacity() {
+                    return None;
+                }
+                let waited = now.get().saturating_duration_since(front.arrived);
+                let codel = &self.discipline.detector;
+                queue.codel.drops(codel, waited).then_some(Reason::Overload)
+            });
+            let Some(reason) = reason else {
+                return;
+            };
+            let front = queue.pop_head(c).expect("front exists");
+            self.refuse_overflow(queue, &front, reason);
+        }
+    }
+
+    /// Adaptive LIFO: the newest waiter while the queue stands (sustained
+    /// overload, where the oldest caller is the likeliest to have left),
+    /// the oldest otherwise, so that bursts are still served in order.
+    fn end_to_serve(&self, queue: &WaitQueue) -> End {
+        if self.discipline.lifo && queue.codel.is_standing() {
+            End::Back
+        } else {
+            End::Front
+        }
     }
 
     fn try_grant(&self, waiter: &Waiter) -> Grant {
@@ -245,6 +300,15 @@ impl Core {
     fn refuse(&self, waiter: &Waiter, reason: Reason) {
         self.classes[waiter.class].counters.count_refusal(reason);
         waiter.refuse(reason);
+    }
+
+    /// Refuses a waiter that ran out of time or room, which tells the
+    /// standing-queue controls that arrival order is losing callers.
+    fn refuse_overflow(&self, queue: &mut WaitQueue, waiter: &Waiter, reason: Reason) {
+        if self.discipline.watches().is_some() && reason != Reason::Disabled {
+            queue.codel.overflowed(Instant::now());
+        }
+        self.refuse(waiter, reason);
     }
 
     fn settle_flag(&self, queue: &WaitQueue) {

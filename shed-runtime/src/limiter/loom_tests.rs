@@ -18,6 +18,7 @@ fn core(capacity: u64, share: f64) -> Arc<Core> {
             share < 1.0,
         )],
         16,
+        Default::default(),
     ))
 }
 

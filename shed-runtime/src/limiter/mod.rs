@@ -3,6 +3,7 @@
 
 mod admission;
 pub(crate) mod core;
+pub mod discipline;
 mod permit;
 pub(crate) mod queue;
 pub(crate) mod state;
@@ -113,12 +114,13 @@ impl Limiter {
         mode: Mode,
         default_service: Duration,
         sample_every: u32,
+        discipline: discipline::Discipline,
     ) -> Self {
         let classes_len = classes.len();
         Self {
             inner: Arc::new(Inner {
                 id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-                core: Core::new(capacity, classes, queue_bound),
+                core: Core::new(capacity, classes, queue_bound, discipline),
                 mode: AtomicU8::new(mode.to_u8()),
                 default_service,
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
@@ -254,7 +256,7 @@ impl Inner {
     fn retry_after(&self, reason: Reason, expected_service: Duration) -> Duration {
         match reason {
             Reason::Disabled | Reason::UnknownClass | Reason::TooHeavy => Duration::from_secs(5),
-            Reason::Deadline | Reason::MaxWait | Reason::QueueFull => {
+            Reason::Deadline | Reason::MaxWait | Reason::QueueFull | Reason::Overload => {
                 let s = self.core.snapshot();
                 let backlog = (s.in_flight as f64) / (s.capacity.max(1) as f64);
                 let drain = expected_service.mul_f64(backlog.max(1.0) * 2.0);

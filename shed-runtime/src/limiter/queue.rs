@@ -98,10 +98,21 @@ impl Waiter {
     }
 }
 
+/// Which end of a class's queue to serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// The oldest waiter (FIFO).
+    Front,
+    /// The newest waiter (LIFO).
+    Back,
+}
+
 /// The waiters of every class, in arrival order within a class.
 #[derive(Debug)]
 pub(crate) struct WaitQueue {
     per_class: Vec<VecDeque<Arc<Waiter>>>,
+    /// CoDel's state, if the limiter uses CoDel.
+    pub(crate) codel: super::discipline::CodelState,
     /// Class indices from the highest priority (rank 0) down; ties keep
     /// configuration order.
     pub(crate) by_rank: Vec<usize>,
@@ -113,6 +124,7 @@ impl WaitQueue {
     pub(crate) fn new(by_rank: Vec<usize>) -> Self {
         Self {
             per_class: by_rank.iter().map(|_| VecDeque::new()).collect(),
+            codel: Default::default(),
             by_rank,
             queued_weight: 0,
             len: 0,
@@ -142,7 +154,21 @@ impl WaitQueue {
     }
 
     pub(crate) fn pop_head(&mut self, class: usize) -> Option<Arc<Waiter>> {
-        let waiter = self.per_class[class].pop_front()?;
+        self.pop(class, End::Front)
+    }
+
+    pub(crate) fn peek(&self, class: usize, end: End) -> Option<&Arc<Waiter>> {
+        match end {
+            End::Front => self.per_class[class].front(),
+            End::Back => self.per_class[class].back(),
+        }
+    }
+
+    pub(crate) fn pop(&mut self, class: usize, end: End) -> Option<Arc<Waiter>> {
+        let waiter = match end {
+            End::Front => self.per_class[class].pop_front(),
+            End::Back => self.per_class[class].pop_back(),
+        }?;
         self.forget(&waiter);
         Some(waiter)
     }
