@@ -83,6 +83,7 @@
 //! application never configures anything.
 
 pub use shed_macros::shed;
+pub use shed_runtime::adaptive;
 pub use shed_runtime::{
     deadline, metrics, policies, with_deadline, with_timeout, Admission, ClassSpec, ClassStats,
     Codel, Config, ConfigErrors, FromRejected, Limiter, LimiterStats, Mode, Permit, Policy,

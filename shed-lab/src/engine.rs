@@ -15,6 +15,7 @@ use tower::{Service, ServiceExt};
 
 use crate::report::{Report, Tally};
 use crate::scenario::{Arrivals, RetryDelay, Scenario, ServiceDist};
+use crate::server::Server;
 
 /// How the simulated server admits calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,8 +81,8 @@ pub fn run(scenario: &Scenario, policy: PolicyKind, factor: f64) -> Report {
     local.block_on(&runtime, simulate(scenario.clone(), policy, factor))
 }
 
-/// The server side of one policy.
-enum Server {
+/// The admission side of one policy.
+enum Admission {
     Fifo(Arc<Semaphore>),
     Tower(tower::limit::GlobalConcurrencyLimitLayer),
     QueueWait(Arc<Semaphore>),
@@ -106,10 +107,12 @@ struct Stream {
 
 struct Sim {
     scenario: Scenario,
+    admission: Admission,
     server: Server,
     streams: Vec<Stream>,
     tallies: Vec<RefCell<Tally>>,
     service_rng: RefCell<fastrand::Rng>,
+    start: Instant,
     arrivals_end: Instant,
     outstanding: Cell<u64>,
 }
@@ -132,10 +135,10 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             }),
         })
         .collect();
-    let server = match policy {
-        PolicyKind::None => Server::Fifo(Arc::new(Semaphore::new(capacity as usize))),
-        PolicyKind::QueueWait => Server::QueueWait(Arc::new(Semaphore::new(capacity as usize))),
-        PolicyKind::RejectWhenFull => Server::Tower(
+    let admission = match policy {
+        PolicyKind::None => Admission::Fifo(Arc::new(Semaphore::new(capacity as usize))),
+        PolicyKind::QueueWait => Admission::QueueWait(Arc::new(Semaphore::new(capacity as usize))),
+        PolicyKind::RejectWhenFull => Admission::Tower(
             tower::limit::GlobalConcurrencyLimitLayer::new(capacity as usize),
         ),
         PolicyKind::Shed => {
@@ -171,7 +174,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
                     )
                 })
                 .collect();
-            Server::Shed {
+            Admission::Shed {
                 limiter: config.build().expect("validated scenario"),
                 policies,
             }
@@ -184,12 +187,43 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             .map(|_| RefCell::default())
             .collect(),
         service_rng: RefCell::new(fastrand::Rng::with_seed(scenario.seed ^ 0x5eed_5e41)),
+        start,
         arrivals_end: start + Duration::from_secs_f64(scenario.seconds),
         outstanding: Cell::new(0),
         streams,
-        server,
+        admission,
+        server: Server::new(scenario.server.as_ref()),
         scenario,
     });
+    let limit_trace = Rc::new(RefCell::new(Vec::new()));
+    if let (Admission::Shed { limiter, .. }, Some(adaptive)) =
+        (&sim.admission, &sim.scenario.adaptive)
+    {
+        let trace = limit_trace.clone();
+        // The controller runs on this thread's runtime in virtual time.
+        let controller = adaptive_controller(adaptive);
+        let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<u32>();
+        controller.spawn_observed(limiter.clone(), move |_, limit| {
+            let _ = sender.send(limit);
+        });
+        tokio::task::spawn_local(async move {
+            while let Some(limit) = receiver.recv().await {
+                trace.borrow_mut().push(limit);
+            }
+        });
+    }
+    let seconds_trace = Rc::new(RefCell::new(Vec::new()));
+    if let Admission::Shed { limiter, .. } = &sim.admission {
+        let (limiter, trace) = (limiter.clone(), seconds_trace.clone());
+        tokio::task::spawn_local(async move {
+            let mut second =
+                tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
+            loop {
+                second.tick().await;
+                trace.borrow_mut().push(limiter.capacity() as u32);
+            }
+        });
+    }
 
     for event in sim.scenario.events.clone() {
         let sim = sim.clone();
@@ -217,7 +251,51 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
     while sim.outstanding.get() > 0 && Instant::now() < drain_end {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    sim.report(policy, factor)
+    let mut report = sim.report(policy, factor);
+    let limits = seconds_trace.borrow();
+    for (second, point) in report.timeline.iter_mut().enumerate() {
+        point.limit = limits.get(second).copied();
+    }
+    if sim.scenario.adaptive.is_some() && policy == PolicyKind::Shed {
+        report.adaptive = sim.scenario.adaptive.as_ref().map(|a| a.algorithm.clone());
+        report.limit_direction_changes = Some(direction_changes(&limit_trace.borrow()));
+    }
+    report
+}
+
+/// The controller a scenario's `[adaptive]` table describes.
+fn adaptive_controller(config: &crate::scenario::AdaptiveConfig) -> shed::adaptive::AdaptiveLimit {
+    use shed::adaptive::{AdaptiveLimit, Aimd, Fixed, Gradient2, Vegas};
+    let mut controller = match config.algorithm.as_str() {
+        "aimd" => AdaptiveLimit::new(Aimd::new(config.target.expect("validated").0)),
+        "vegas" => AdaptiveLimit::new(Vegas::default()),
+        "gradient2" => AdaptiveLimit::new(Gradient2::default()),
+        _ => AdaptiveLimit::new(Fixed),
+    }
+    .limits(config.min, config.max);
+    if let Some(initial) = config.initial {
+        controller = controller.initial(initial);
+    }
+    if let Some(window) = config.window {
+        controller = controller.window(window.0);
+    }
+    controller
+}
+
+/// How many times a sequence turns from rising to falling or back.
+pub fn direction_changes(limits: &[u32]) -> u32 {
+    let mut changes = 0;
+    let mut last_direction = 0i8;
+    for pair in limits.windows(2) {
+        let direction = (pair[1] as i64 - pair[0] as i64).signum() as i8;
+        if direction != 0 {
+            if last_direction != 0 && direction != last_direction {
+                changes += 1;
+            }
+            last_direction = direction;
+        }
+    }
+    changes
 }
 
 /// Sends a stream's calls, open loop: arrivals do not wait for answers.
@@ -274,9 +352,12 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
     answered.set(true);
     sim.outstanding.set(sim.outstanding.get() - 1);
     match outcome {
-        Ok(()) => sim.tallies[stream]
-            .borrow_mut()
-            .served(done - arrival, done <= deadline),
+        Ok(()) => {
+            let second = (arrival - sim.start).as_secs() as usize;
+            sim.tallies[stream]
+                .borrow_mut()
+                .served(done - arrival, done <= deadline, second)
+        }
         Err(refusal) => {
             sim.tallies[stream].borrow_mut().shed(&refusal.reason);
             if may_retry && done < deadline {
@@ -304,6 +385,11 @@ impl Sim {
         Duration::from_secs_f64(seconds)
     }
 
+    /// Runs one admitted call on the server.
+    async fn work(&self, stream: usize) {
+        self.server.execute(self.service_time(stream)).await;
+    }
+
     async fn serve(
         &self,
         stream: usize,
@@ -311,16 +397,16 @@ impl Sim {
         deadline: Instant,
     ) -> Result<(), Refusal> {
         let traffic = &self.scenario.traffic[stream];
-        match &self.server {
-            Server::Fifo(slots) => {
+        match &self.admission {
+            Admission::Fifo(slots) => {
                 let _permit = slots
                     .acquire_many(traffic.weight)
                     .await
                     .expect("never closed");
-                tokio::time::sleep(self.service_time(stream)).await;
+                self.work(stream).await;
                 Ok(())
             }
-            Server::QueueWait(slots) => {
+            Admission::QueueWait(slots) => {
                 let permit = slots
                     .acquire_many(traffic.weight)
                     .await
@@ -332,14 +418,14 @@ impl Sim {
                         retry_after: Duration::from_secs(1),
                     });
                 }
-                tokio::time::sleep(self.service_time(stream)).await;
+                self.work(stream).await;
                 Ok(())
             }
-            Server::Tower(limit) => {
+            Admission::Tower(limit) => {
                 // The service time is drawn when the inner service is
                 // called, i.e. only for admitted calls, as for the others.
                 let work = tower::service_fn(|()| async {
-                    tokio::time::sleep(self.service_time(stream)).await;
+                    self.work(stream).await;
                     Ok::<(), std::convert::Infallible>(())
                 });
                 let mut stack = tower::ServiceBuilder::new()
@@ -352,10 +438,8 @@ impl Sim {
                     retry_after: Duration::from_secs(1),
                 })
             }
-            Server::Shed { limiter, policies } => {
-                let work = async {
-                    tokio::time::sleep(self.service_time(stream)).await;
-                };
+            Admission::Shed { limiter, policies } => {
+                let work = self.work(stream);
                 let guarded = shed::run_guarded(policies[stream], work);
                 let result = if traffic.deadline {
                     limiter.scope(shed::with_deadline(deadline, guarded)).await
@@ -386,6 +470,13 @@ impl Sim {
             })
             .collect();
         let all = Tally::merge(&tallies.iter().map(|t| &**t).collect::<Vec<_>>());
+        let timeline = (0..self.scenario.seconds.ceil() as usize)
+            .map(|second| crate::report::Second {
+                second: second as u32,
+                served_in_time: all.per_second.get(second).copied().unwrap_or(0),
+                limit: None,
+            })
+            .collect();
         Report {
             scenario: self.scenario.name.clone(),
             policy: policy.name().to_string(),
@@ -394,6 +485,9 @@ impl Sim {
             capacity_rps: (self.scenario.capacity_rps() * 10.0).round() / 10.0,
             total: all.counts(seconds),
             classes,
+            timeline,
+            adaptive: None,
+            limit_direction_changes: None,
         }
     }
 }

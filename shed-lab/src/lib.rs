@@ -30,8 +30,9 @@ mod engine;
 pub mod plot;
 pub mod report;
 pub mod scenario;
+mod server;
 
-pub use engine::{run, PolicyKind};
+pub use engine::{direction_changes, run, PolicyKind};
 pub use report::{Counts, Report};
 pub use scenario::{Scenario, ScenarioError};
 

@@ -47,11 +47,35 @@ pub struct Report {
     pub total: Counts,
     /// Per class.
     pub classes: BTreeMap<String, Counts>,
+    /// Second by second: calls served in time that arrived in that second,
+    /// and the limit at its end (`shed` policy).
+    pub timeline: Vec<Second>,
+    /// The adaptive limit's algorithm, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<String>,
+    /// How often the adaptive limit turned from rising to falling or back:
+    /// a measure of oscillation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_direction_changes: Option<u32>,
+}
+
+/// One second of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Second {
+    /// The second, from the start.
+    pub second: u32,
+    /// Calls arriving in this second that were served in time.
+    pub served_in_time: u64,
+    /// The limiter's capacity at the end of the second (`shed` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
 }
 
 /// Tallies a run as it goes.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
+    /// Served in time, by the second of arrival.
+    pub(crate) per_second: Vec<u64>,
     offered: u64,
     retries: u64,
     late: u64,
@@ -67,8 +91,12 @@ impl Tally {
         }
     }
 
-    pub(crate) fn served(&mut self, latency: Duration, in_time: bool) {
+    pub(crate) fn served(&mut self, latency: Duration, in_time: bool, arrival_second: usize) {
         if in_time {
+            if self.per_second.len() <= arrival_second {
+                self.per_second.resize(arrival_second + 1, 0);
+            }
+            self.per_second[arrival_second] += 1;
             self.latencies_us.push(latency.as_micros() as u64);
         } else {
             self.late += 1;
@@ -85,6 +113,12 @@ impl Tally {
             all.offered += t.offered;
             all.retries += t.retries;
             all.late += t.late;
+            if all.per_second.len() < t.per_second.len() {
+                all.per_second.resize(t.per_second.len(), 0);
+            }
+            for (a, b) in all.per_second.iter_mut().zip(&t.per_second) {
+                *a += b;
+            }
             all.latencies_us.extend_from_slice(&t.latencies_us);
             for (reason, n) in &t.shed {
                 *all.shed.entry(reason.clone()).or_default() += n;
@@ -227,9 +261,9 @@ mod tests {
         for i in 1..=100u64 {
             t.offer(i > 95);
             if i <= 90 {
-                t.served(Duration::from_millis(i), true);
+                t.served(Duration::from_millis(i), true, 0);
             } else if i <= 93 {
-                t.served(Duration::from_millis(300), false);
+                t.served(Duration::from_millis(300), false, 0);
             } else if i <= 98 {
                 t.shed("max_wait");
             }

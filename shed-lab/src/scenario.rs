@@ -217,6 +217,52 @@ fn one() -> u32 {
     1
 }
 
+/// The `[server]` table: a bottleneck behind the admission.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// How many calls the bottleneck runs at full speed.
+    pub workers: u32,
+    /// `fifo` (workers with an internal queue) or `ps` (processor sharing).
+    #[serde(default)]
+    pub model: ServerModel,
+}
+
+/// How the bottleneck shares its workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerModel {
+    /// Workers serve calls one at a time, in arrival order.
+    #[default]
+    Fifo,
+    /// Workers' capacity is shared equally by all admitted calls.
+    Ps,
+}
+
+/// The `[adaptive]` table: an adaptive limit for the `shed` policy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptiveConfig {
+    /// `aimd`, `vegas`, `gradient2` or `static`.
+    pub algorithm: String,
+    /// Lowest limit.
+    #[serde(default = "one")]
+    pub min: u32,
+    /// Highest limit.
+    #[serde(default = "thousand")]
+    pub max: u32,
+    /// The starting limit (default: `limiter.capacity`).
+    pub initial: Option<u32>,
+    /// How often the limit is reconsidered (default 100 ms).
+    pub window: Option<Dur>,
+    /// AIMD's latency target.
+    pub target: Option<Dur>,
+}
+
+fn thousand() -> u32 {
+    1000
+}
+
 /// An `[[event]]` table: something changes at a time.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -253,6 +299,10 @@ pub struct Scenario {
     /// Changes over time.
     #[serde(default, rename = "event")]
     pub events: Vec<Event>,
+    /// A bottleneck behind the admission (default: none).
+    pub server: Option<ServerConfig>,
+    /// An adaptive limit for the `shed` policy (default: a static one).
+    pub adaptive: Option<AdaptiveConfig>,
 }
 
 impl Scenario {
@@ -334,6 +384,29 @@ impl Scenario {
                 problems.push(format!("`limiter.mode`: {e}"));
             }
         }
+        if let Some(server) = &self.server {
+            if server.workers == 0 {
+                problems.push("`server.workers` must be at least 1".into());
+            }
+        }
+        if let Some(a) = &self.adaptive {
+            if !["aimd", "vegas", "gradient2", "static"].contains(&a.algorithm.as_str()) {
+                problems.push(format!(
+                    "`adaptive.algorithm` = \"{}\": expected one of aimd, vegas, gradient2, static",
+                    a.algorithm
+                ));
+            }
+            if a.algorithm == "aimd" && a.target.is_none() {
+                problems
+                    .push("`adaptive.target` is needed for aimd (a latency, like \"50ms\")".into());
+            }
+            if a.min == 0 || a.min > a.max {
+                problems.push(format!(
+                    "`adaptive.min` ({}) must be from 1 to `adaptive.max` ({})",
+                    a.min, a.max
+                ));
+            }
+        }
         if self.traffic.is_empty() {
             problems.push("at least one `[[traffic]]` table is needed".into());
         }
@@ -404,12 +477,19 @@ impl Scenario {
     /// weight × mean service time).
     pub fn capacity_rps(&self) -> f64 {
         let total_rps: f64 = self.traffic.iter().map(|t| t.rps).sum();
-        let slot_seconds_per_call: f64 = self
-            .traffic
-            .iter()
-            .map(|t| t.rps / total_rps * f64::from(t.weight) * t.service.0.as_secs_f64())
-            .sum();
-        f64::from(self.limiter.capacity) / slot_seconds_per_call
+        let share = |t: &Traffic| t.rps / total_rps * t.service.0.as_secs_f64();
+        match &self.server {
+            // With a bottleneck, its workers are the capacity: one worker a call.
+            Some(server) => f64::from(server.workers) / self.traffic.iter().map(share).sum::<f64>(),
+            None => {
+                let slot_seconds: f64 = self
+                    .traffic
+                    .iter()
+                    .map(|t| share(t) * f64::from(t.weight))
+                    .sum();
+                f64::from(self.limiter.capacity) / slot_seconds
+            }
+        }
     }
 }
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::limiter::state::ClassWord;
 use crate::metrics::ClassCounters;
-use crate::sync::{AtomicBool, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// One part per million: shares are stored as integers so the hot path
 /// computes a class's limit with one multiply and one divide.
@@ -147,6 +147,10 @@ pub(crate) struct ClassState {
     share_ppm: u64,
     tracked: bool,
     pub(crate) enabled: AtomicBool,
+    /// The share of this class's calls the overload controller admits,
+    /// in parts per million, and the running sum that thins them evenly.
+    admit_fraction: AtomicU32,
+    thinning: AtomicU64,
     word: ClassWord,
     pub(crate) counters: ClassCounters,
 }
@@ -166,6 +170,8 @@ impl ClassState {
         let share_ppm = ((spec.share * PPM as f64).round() as u64).clamp(1, PPM);
         Self {
             enabled: AtomicBool::new(spec.enabled),
+            admit_fraction: AtomicU32::new(crate::overload::FULL),
+            thinning: AtomicU64::new(0),
             share_ppm,
             tracked,
             spec,
@@ -189,6 +195,33 @@ impl ClassState {
     #[inline]
     pub(crate) fn is_enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_admit_fraction(&self, ppm: u32) {
+        self.admit_fraction
+            .store(ppm.min(crate::overload::FULL), Ordering::Relaxed);
+    }
+
+    /// Whether the overload controller holds nothing of this class back.
+    #[inline]
+    pub(crate) fn admits_everything(&self) -> bool {
+        self.admit_fraction.load(Ordering::Relaxed) >= crate::overload::FULL
+    }
+
+    /// Whether the overload controller lets this call of the class in:
+    /// always unless it holds the class back, and then evenly spaced calls
+    /// making up the admitted fraction.
+    #[inline]
+    pub(crate) fn admitted_by_controller(&self) -> bool {
+        let fraction = self.admit_fraction.load(Ordering::Relaxed);
+        if fraction >= crate::overload::FULL {
+            return true;
+        }
+        let full = u64::from(crate::overload::FULL);
+        let before = self
+            .thinning
+            .fetch_add(u64::from(fraction), Ordering::Relaxed);
+        (before + u64::from(fraction)) / full > before / full
     }
 
     /// Takes `weight` from the class's share of `capacity`, if it has room.

@@ -5,6 +5,7 @@
 //! adds the `#[shed]` attribute.
 #![warn(missing_docs)]
 
+pub mod adaptive;
 #[cfg(feature = "axum")]
 mod axum;
 mod class;
@@ -16,6 +17,7 @@ pub mod http;
 mod limiter;
 pub mod metrics;
 mod mode;
+mod overload;
 mod policy;
 mod readiness;
 mod rejected;
@@ -33,6 +35,7 @@ pub use limiter::discipline::Codel;
 pub use limiter::{Admission, Limiter, Permit};
 pub use metrics::{ClassStats, LimiterStats};
 pub use mode::{Mode, UnknownMode};
+pub use overload::{OverloadController, OverloadState};
 pub use policy::{policies, Policy, PolicyTable};
 pub use readiness::Readiness;
 pub use rejected::{FromRejected, Reason, Rejected};

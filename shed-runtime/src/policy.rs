@@ -184,6 +184,18 @@ impl PolicyStats {
         self.service_nanos.store(new.max(1), Ordering::Relaxed);
     }
 
+    /// Lowers the estimate by 1/64 after a call was refused because of it.
+    /// A refused call yields no observation, so without this a fn whose
+    /// service time recovered would be refused forever on an old estimate;
+    /// the more calls are refused, the sooner one is let through to probe.
+    pub(crate) fn decay(&self) {
+        let old = self.service_nanos.load(Ordering::Relaxed);
+        if old > 0 {
+            self.service_nanos
+                .store((old - (old >> 6)).max(1), Ordering::Relaxed);
+        }
+    }
+
     /// The class index this policy resolved to on limiter `limiter_id`.
     #[inline]
     pub(crate) fn bound_class(&self, limiter_id: u32) -> Option<usize> {

@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     /// A power of two: one fast-path admission in this many is timed.
     sample_mask: u64,
     pub(crate) totals: crate::metrics::AdmittedTotals,
+    /// The adaptive limit's window of measured completions.
+    pub(crate) window: crate::adaptive::Accumulator,
 }
 
 static GLOBAL: OnceLock<Limiter> = OnceLock::new();
@@ -125,6 +127,7 @@ impl Limiter {
                 default_service,
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
                 totals: crate::metrics::AdmittedTotals::new(classes_len),
+                window: Default::default(),
             }),
         }
     }
@@ -317,6 +320,8 @@ impl Held {
         let mut expected = None;
         let refusal = if !state.is_enabled() {
             Some(Reason::Disabled)
+        } else if !state.admitted_by_controller() {
+            Some(Reason::Overload)
         } else if let Some(deadline) = deadline {
             let at = *now.insert(Instant::now());
             let service = *expected.insert(self.expected_service(stats));
@@ -325,6 +330,11 @@ impl Held {
             None
         };
         if let Some(reason) = refusal {
+            if reason == Reason::Deadline {
+                if let Some(stats) = stats {
+                    stats.decay();
+                }
+            }
             return self.refuse_or_observe(mode, class, weight, reason, name, now, stats);
         }
 
@@ -453,7 +463,10 @@ pub fn admit(policy: &'static Policy) -> Decision {
     let weight = u64::from(policy.weight());
     if let (Ok(class), None) = (class, deadline) {
         let state = &held.core.classes[class];
-        if held.mode.load(Ordering::Relaxed) != Mode::Off.to_u8() && state.is_enabled() {
+        if held.mode.load(Ordering::Relaxed) != Mode::Off.to_u8()
+            && state.is_enabled()
+            && state.admits_everything()
+        {
             if let Some(admitted) = held.core.try_acquire(class, weight) {
                 let start = (admitted & held.sample_mask == 0).then(Instant::now);
                 return Decision::Admitted(Permit::new(

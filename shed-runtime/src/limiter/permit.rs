@@ -100,6 +100,7 @@ impl Drop for Permit {
                 stats.observe(took);
             }
             held.core.classes[self.class].counters.record_service(took);
+            held.window.record(took, held.core.snapshot().in_flight);
         }
         held.core.release(self.class, self.weight);
     }

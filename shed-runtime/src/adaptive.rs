@@ -1,0 +1,419 @@
+//! Adaptive concurrency limits: the limiter's capacity follows what the
+//! service can currently sustain, learned from completed calls.
+//!
+//! Completions are folded into a window of lock-free accumulators (count,
+//! latency sum and minimum, highest in-flight weight, late completions)
+//! only when a call's service time is measured, so the hot path pays
+//! nothing more. A controller task closes the window every
+//! [`AdaptiveLimit::window`], hands it to the [`LimitAlgorithm`], and sets
+//! the new capacity; class shares and floors follow the new capacity.
+//!
+//! ```
+//! use std::time::Duration;
+//! use shed_runtime::adaptive::{AdaptiveLimit, Gradient2};
+//! use shed_runtime::Limiter;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let limiter = Limiter::builder().capacity(20).service_time_sampling(1).build().unwrap();
+//! let controller = AdaptiveLimit::new(Gradient2::default())
+//!     .limits(5, 200)
+//!     .window(Duration::from_millis(100))
+//!     .spawn(limiter.clone());
+//! # controller.abort();
+//! # }
+//! ```
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::Limiter;
+
+/// Lock-free accumulators of the current window, updated on completion.
+#[derive(Debug)]
+pub(crate) struct Accumulator {
+    count: AtomicU64,
+    sum_nanos: AtomicU64,
+    min_nanos: AtomicU64,
+    max_in_flight: AtomicU64,
+}
+
+impl Default for Accumulator {
+    fn default() -> Self {
+        Self {
+            count: AtomicU64::new(0),
+            sum_nanos: AtomicU64::new(0),
+            min_nanos: AtomicU64::new(u64::MAX),
+            max_in_flight: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Accumulator {
+    pub(crate) fn record(&self, took: Duration, in_flight: u64) {
+        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+        self.min_nanos.fetch_min(nanos, Ordering::Relaxed);
+        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+    }
+
+    fn take(&self) -> (u64, u64, u64, u64) {
+        (
+            self.count.swap(0, Ordering::Relaxed),
+            self.sum_nanos.swap(0, Ordering::Relaxed),
+            self.min_nanos.swap(u64::MAX, Ordering::Relaxed),
+            self.max_in_flight.swap(0, Ordering::Relaxed),
+        )
+    }
+}
+
+/// More than 1% of a window's calls finishing late means overload,
+/// whatever the latency says; a stray late call does not.
+fn overloaded_by_lateness(w: &Window) -> bool {
+    w.late * 100 > w.completed
+}
+
+/// What the calls completed in one window say.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    /// Measured completions.
+    pub completed: u64,
+    /// Their mean service time.
+    pub avg_latency: Duration,
+    /// Their shortest service time.
+    pub min_latency: Duration,
+    /// The highest in-flight weight seen at a completion.
+    pub max_in_flight: u64,
+    /// Calls that finished after their caller's deadline: the service is
+    /// overloaded whatever the latency says.
+    pub late: u64,
+    /// The limit during the window.
+    pub limit: f64,
+    /// When the window closed.
+    pub at: Instant,
+}
+
+/// A way of choosing the next limit from a window of completions.
+pub trait LimitAlgorithm: Send + 'static {
+    /// A short name, for reports.
+    fn name(&self) -> &'static str;
+
+    /// The next limit, given the last window (with at least one
+    /// completion). Clamping to the configured bounds is the caller's job.
+    fn next_limit(&mut self, window: &Window) -> f64;
+}
+
+/// Additive increase, multiplicative decrease (the seed's loop, as in
+/// Netflix concurrency-limits): on late calls or a mean latency above
+/// `target`, multiply by `backoff`, at most once per round trip; while
+/// the limit is in use, add about one per `limit` completions.
+#[derive(Debug, Clone)]
+pub struct Aimd {
+    /// Latency above which the service counts as overloaded.
+    pub target: Duration,
+    /// The multiplicative decrease (default 0.9).
+    pub backoff: f64,
+    last_decrease: Option<Instant>,
+}
+
+impl Aimd {
+    /// AIMD with a latency target and the default backoff of 0.9.
+    pub fn new(target: Duration) -> Self {
+        Self {
+            target,
+            backoff: 0.9,
+            last_decrease: None,
+        }
+    }
+}
+
+impl LimitAlgorithm for Aimd {
+    fn name(&self) -> &'static str {
+        "aimd"
+    }
+
+    fn next_limit(&mut self, w: &Window) -> f64 {
+        if overloaded_by_lateness(w) || w.avg_latency > self.target {
+            let round_trip = w.avg_latency;
+            let due = self
+                .last_decrease
+                .is_none_or(|at| w.at.saturating_duration_since(at) >= round_trip);
+            if due {
+                self.last_decrease = Some(w.at);
+                return w.limit * self.backoff;
+            }
+            return w.limit;
+        }
+        if (w.max_in_flight as f64) * 2.0 >= w.limit {
+            return w.limit + w.completed as f64 / w.limit.max(1.0);
+        }
+        w.limit
+    }
+}
+
+/// TCP Vegas for request concurrency (as in Netflix concurrency-limits):
+/// estimates the queue inside the service from the ratio of the no-load
+/// latency to the current one, grows while it is short and shrinks when it
+/// is long. The no-load latency is re-probed every `probe_every` windows
+/// (jittered) by forgetting it, which costs no throughput: the limit is
+/// never pinned low to measure it.
+#[derive(Debug, Clone)]
+pub struct Vegas {
+    /// Windows between re-probes of the no-load latency (default 20, i.e.
+    /// 2 s with the default window).
+    pub probe_every: u32,
+    no_load: Option<Duration>,
+    until_probe: u32,
+    rng: u64,
+}
+
+impl Default for Vegas {
+    fn default() -> Self {
+        Self {
+            probe_every: 20,
+            no_load: None,
+            until_probe: 20,
+            rng: 0x9e37_79b9_7f4a_7c15,
+        }
+    }
+}
+
+fn log10_at_least(limit: f64, floor: f64) -> f64 {
+    limit.max(1.0).log10().max(floor)
+}
+
+impl LimitAlgorithm for Vegas {
+    fn name(&self) -> &'static str {
+        "vegas"
+    }
+
+    fn next_limit(&mut self, w: &Window) -> f64 {
+        self.until_probe = self.until_probe.saturating_sub(1);
+        if self.until_probe == 0 {
+            // xorshift: a jitter of up to half a period, deterministic.
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            let half = u64::from(self.probe_every / 2).max(1);
+            self.until_probe = self.probe_every / 2 + (self.rng % half) as u32 + 1;
+            self.no_load = None;
+        }
+        // The no-load latency is the lowest *window mean* seen since the
+        // last probe: the shortest single call says nothing when service
+        // times vary (with exponential ones it is near zero, and Vegas
+        // would see a queue that is not there).
+        let rtt = w.avg_latency.max(Duration::from_nanos(1));
+        let no_load = *self.no_load.get_or_insert(rtt);
+        if rtt < no_load {
+            self.no_load = Some(rtt);
+        }
+        let no_load = self.no_load.expect("set above");
+        let limit = w.limit;
+        let step = log10_at_least(limit, 1.0);
+        if (w.max_in_flight as f64) * 2.0 < limit {
+            return limit;
+        }
+        let queue = (limit * (1.0 - no_load.as_secs_f64() / rtt.as_secs_f64())).ceil();
+        let alpha = 3.0 * log10_at_least(limit, 1.0);
+        let beta = 6.0 * log10_at_least(limit, 1.0);
+        let threshold = log10_at_least(limit, 1.0);
+        if queue <= threshold {
+            limit + beta
+        } else if queue < alpha {
+            limit + step
+        } else if queue > beta {
+            limit - step
+        } else {
+            limit
+        }
+    }
+}
+
+/// Gradient2 (as in Netflix concurrency-limits): compares the window's
+/// latency with a long-term average; a gradient below 1 (latency rising
+/// past `tolerance` times the average) shrinks the limit, and a small
+/// queue allowance lets it grow. The long average decays faster after a
+/// slowdown so that the limit comes back once the service recovers, and
+/// nothing changes while the service does not use half the limit.
+#[derive(Debug, Clone)]
+pub struct Gradient2 {
+    /// How much latency may rise before the limit shrinks (default 1.5).
+    pub tolerance: f64,
+    /// Extra concurrency allowed on top of the gradient (default 4).
+    pub queue_size: f64,
+    /// Weight of the newest window in the limit (default 0.2).
+    pub smoothing: f64,
+    /// Weight of the newest window in the long average (default 0.05).
+    pub long_weight: f64,
+    long: Option<f64>,
+    windows: u32,
+}
+
+impl Default for Gradient2 {
+    fn default() -> Self {
+        Self {
+            tolerance: 1.5,
+            queue_size: 4.0,
+            smoothing: 0.2,
+            long_weight: 0.05,
+            long: None,
+            windows: 0,
+        }
+    }
+}
+
+impl LimitAlgorithm for Gradient2 {
+    fn name(&self) -> &'static str {
+        "gradient2"
+    }
+
+    fn next_limit(&mut self, w: &Window) -> f64 {
+        let short = w.avg_latency.as_secs_f64().max(1e-9);
+        self.windows += 1;
+        let long = match self.long {
+            // Warm-up: a plain average of the first ten windows.
+            Some(long) if self.windows <= 10 => long + (short - long) / f64::from(self.windows),
+            Some(long) => long * (1.0 - self.long_weight) + short * self.long_weight,
+            None => short,
+        };
+        // After a slowdown, let the long average catch up faster.
+        let long = if long / short > 2.0 {
+            long * 0.95
+        } else {
+            long
+        };
+        self.long = Some(long);
+        if (w.max_in_flight as f64) < w.limit / 2.0 {
+            return w.limit;
+        }
+        let gradient = (self.tolerance * long / short).clamp(0.5, 1.0);
+        let next = w.limit * gradient + self.queue_size;
+        w.limit * (1.0 - self.smoothing) + next * self.smoothing
+    }
+}
+
+/// A limit that never moves: the baseline the adaptive ones are compared with.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fixed;
+
+impl LimitAlgorithm for Fixed {
+    fn name(&self) -> &'static str {
+        "static"
+    }
+
+    fn next_limit(&mut self, w: &Window) -> f64 {
+        w.limit
+    }
+}
+
+/// Drives a limiter's capacity with a [`LimitAlgorithm`].
+pub struct AdaptiveLimit {
+    algorithm: Box<dyn LimitAlgorithm>,
+    min: u32,
+    max: u32,
+    initial: Option<u32>,
+    window: Duration,
+}
+
+impl std::fmt::Debug for AdaptiveLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdaptiveLimit")
+            .field("algorithm", &self.algorithm.name())
+            .field("min", &self.min)
+            .field("max", &self.max)
+            .field("initial", &self.initial)
+            .field("window", &self.window)
+            .finish()
+    }
+}
+
+impl AdaptiveLimit {
+    /// A controller with `algorithm`, limits 1 to 1,000, starting from the
+    /// limiter's capacity, with 100 ms windows.
+    pub fn new(algorithm: impl LimitAlgorithm) -> Self {
+        Self {
+            algorithm: Box::new(algorithm),
+            min: 1,
+            max: 1000,
+            initial: None,
+            window: Duration::from_millis(100),
+        }
+    }
+
+    /// The bounds of the limit.
+    pub fn limits(mut self, min: u32, max: u32) -> Self {
+        self.min = min.max(1);
+        self.max = max.max(self.min);
+        self
+    }
+
+    /// The limit to start from (default: the limiter's capacity).
+    pub fn initial(mut self, initial: u32) -> Self {
+        self.initial = Some(initial);
+        self
+    }
+
+    /// How often the limit is reconsidered.
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Starts the controller on the current tokio runtime. The limiter's
+    /// `shed_limit` gauge shows the limit; abort the handle to stop.
+    pub fn spawn(self, limiter: Limiter) -> tokio::task::JoinHandle<()> {
+        self.spawn_observed(limiter, |_, _| {})
+    }
+
+    /// Like [`spawn`](AdaptiveLimit::spawn), calling `observe(window, new
+    /// limit)` after every decision (for reports and tests).
+    pub fn spawn_observed(
+        mut self,
+        limiter: Limiter,
+        mut observe: impl FnMut(&Window, u32) + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let mut limit = f64::from(
+            self.initial
+                .unwrap_or(limiter.capacity() as u32)
+                .clamp(self.min, self.max),
+        );
+        limiter.set_capacity(limit as u32);
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(self.window);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticker.tick().await;
+            let mut late_before = late_total(&limiter);
+            loop {
+                ticker.tick().await;
+                let (count, sum, min, max_in_flight) = limiter.inner.window.take();
+                let late_now = late_total(&limiter);
+                let late = late_now - late_before;
+                late_before = late_now;
+                if count == 0 {
+                    continue;
+                }
+                let window = Window {
+                    completed: count,
+                    avg_latency: Duration::from_nanos(sum / count),
+                    min_latency: Duration::from_nanos(min),
+                    max_in_flight,
+                    late,
+                    limit,
+                    at: Instant::now(),
+                };
+                let next = self.algorithm.next_limit(&window);
+                limit = if next.is_finite() { next } else { limit }
+                    .clamp(f64::from(self.min), f64::from(self.max));
+                let capacity = limit.round() as u32;
+                limiter.set_capacity(capacity);
+                observe(&window, capacity);
+            }
+        })
+    }
+}
+
+fn late_total(limiter: &Limiter) -> u64 {
+    limiter.stats().classes.iter().map(|c| c.late).sum()
+}
