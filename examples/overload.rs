@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use shed_lab::{report, PolicyKind, Report, Scenario};
 
-const USAGE: &str = "usage: overload [SCENARIO.toml] [--policy none|reject-when-full|queue-wait|shed] [--compare] [--sweep 0.5,1,2,3] [--json] [--plot FILE.svg]";
+const USAGE: &str = "usage: overload [SCENARIO.toml] [--policy none|reject-when-full|queue-wait|shed] [--compare] [--algorithms] [--sweep 0.5,1,2,3] [--json] [--plot FILE.svg]";
 
 struct Args {
     scenario: PathBuf,
@@ -21,6 +21,7 @@ struct Args {
     factors: Vec<f64>,
     json: bool,
     plot: Option<PathBuf>,
+    algorithms: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -30,6 +31,7 @@ fn parse_args() -> Result<Args, String> {
     let mut factors = None;
     let mut json = false;
     let mut plot = None;
+    let mut algorithms = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
@@ -52,6 +54,7 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "--json" => json = true,
+            "--algorithms" => algorithms = true,
             "--plot" => plot = Some(PathBuf::from(value("--plot")?)),
             "-h" | "--help" => return Err(USAGE.to_string()),
             flag if flag.starts_with('-') => return Err(format!("unknown flag `{flag}`\n{USAGE}")),
@@ -81,6 +84,7 @@ fn parse_args() -> Result<Args, String> {
         factors: factors.unwrap_or_else(|| vec![1.0]),
         json,
         plot,
+        algorithms,
     })
 }
 
@@ -99,6 +103,26 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.algorithms {
+        let reports: Vec<Report> = args
+            .factors
+            .iter()
+            .flat_map(|&f| shed_lab::compare_algorithms(&scenario, f))
+            .collect();
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&reports).expect("reports serialise")
+            );
+        } else {
+            println!(
+                "{}: adaptive algorithms under the shed policy\n",
+                scenario.name
+            );
+            print!("{}", report::algorithm_table(&reports));
+        }
+        return ExitCode::SUCCESS;
+    }
     let reports: Vec<Report> = shed_lab::sweep(&scenario, &args.policies, &args.factors);
 
     if args.json {

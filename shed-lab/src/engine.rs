@@ -212,6 +212,18 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             }
         });
     }
+    let overload_watch = Arc::new(std::sync::Mutex::new(None::<shed::OverloadState>));
+    if let (Admission::Shed { limiter, .. }, Some(o)) = (&sim.admission, &sim.scenario.overload) {
+        let defaults = shed::OverloadController::new();
+        let mut controller = defaults.thresholds(o.enter.unwrap_or(1.25), o.exit.unwrap_or(0.9));
+        if let Some(alpha) = o.smoothing {
+            controller = controller.smoothing(alpha);
+        }
+        if let Some(tick) = o.tick {
+            controller = controller.tick(tick.0);
+        }
+        controller.spawn_watched(limiter.clone(), overload_watch.clone());
+    }
     let seconds_trace = Rc::new(RefCell::new(Vec::new()));
     if let Admission::Shed { limiter, .. } = &sim.admission {
         let (limiter, trace) = (limiter.clone(), seconds_trace.clone());
@@ -255,6 +267,9 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
     let limits = seconds_trace.borrow();
     for (second, point) in report.timeline.iter_mut().enumerate() {
         point.limit = limits.get(second).copied();
+    }
+    if let Some(state) = *overload_watch.lock().expect("not poisoned") {
+        report.shedding_transitions = Some(state.transitions);
     }
     if sim.scenario.adaptive.is_some() && policy == PolicyKind::Shed {
         report.adaptive = sim.scenario.adaptive.as_ref().map(|a| a.algorithm.clone());
@@ -488,6 +503,7 @@ impl Sim {
             timeline,
             adaptive: None,
             limit_direction_changes: None,
+            shedding_transitions: None,
         }
     }
 }

@@ -44,6 +44,38 @@ pub fn compare(scenario: &Scenario, factor: f64) -> Vec<Report> {
         .collect()
 }
 
+/// The adaptive algorithms the lab knows.
+pub const ALGORITHMS: [&str; 4] = ["static", "aimd", "vegas", "gradient2"];
+
+/// Runs `scenario` under the `shed` policy once per adaptive algorithm
+/// (the scenario's `[adaptive]` table, with only the algorithm changed;
+/// AIMD keeps the scenario's target or uses 40 ms).
+pub fn compare_algorithms(scenario: &Scenario, factor: f64) -> Vec<Report> {
+    ALGORITHMS
+        .iter()
+        .map(|algorithm| {
+            let mut variant = scenario.clone();
+            let mut adaptive = variant
+                .adaptive
+                .clone()
+                .unwrap_or(scenario::AdaptiveConfig {
+                    algorithm: String::new(),
+                    min: 1,
+                    max: 1000,
+                    initial: None,
+                    window: None,
+                    target: None,
+                });
+            adaptive.algorithm = algorithm.to_string();
+            if adaptive.target.is_none() {
+                adaptive.target = Some(scenario::Dur(std::time::Duration::from_millis(40)));
+            }
+            variant.adaptive = Some(adaptive);
+            run(&variant, PolicyKind::Shed, factor)
+        })
+        .collect()
+}
+
 /// Runs `scenario` under each policy at each rate factor.
 pub fn sweep(scenario: &Scenario, policies: &[PolicyKind], factors: &[f64]) -> Vec<Report> {
     factors

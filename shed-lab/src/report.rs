@@ -57,6 +57,9 @@ pub struct Report {
     /// a measure of oscillation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit_direction_changes: Option<u32>,
+    /// How often the overload controller started or stopped shedding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shedding_transitions: Option<u32>,
 }
 
 /// One second of a run.
@@ -221,6 +224,39 @@ pub fn table(reports: &[Report]) -> String {
     for row in rows {
         out.push_str(&line(row));
         out.push('\n');
+    }
+    out
+}
+
+/// Renders a comparison of adaptive algorithms: totals, oscillation, and
+/// the second-by-second goodput and limit.
+pub fn algorithm_table(reports: &[Report]) -> String {
+    let mut out = format!(
+        "{:<10} {:>9} {:>8} {:>6} {:>7} {:>9}  per second: served in time / limit\n",
+        "algorithm", "goodput", "p99", "late", "shed", "reversals"
+    );
+    for r in reports {
+        let seconds: Vec<String> = r
+            .timeline
+            .iter()
+            .map(|s| {
+                format!(
+                    "{}/{}",
+                    s.served_in_time,
+                    s.limit.map_or("-".into(), |l| l.to_string())
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "{:<10} {:>5.0} rps {:>5.0} ms {:>6} {:>7} {:>9}  {}\n",
+            r.adaptive.as_deref().unwrap_or("-"),
+            r.total.goodput_rps,
+            r.total.p99_ms,
+            r.total.late,
+            r.total.shed,
+            r.limit_direction_changes.unwrap_or(0),
+            seconds.join(" ")
+        ));
     }
     out
 }

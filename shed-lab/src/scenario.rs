@@ -31,6 +31,24 @@
 //! retries = 0           # optional: client retries of a refused or timed-out call
 //! retry = "immediate"   # optional: immediate | retry_after | a duration like "100ms"
 //!
+//! [server]              # optional: a bottleneck behind the admission
+//! workers = 8
+//! model = "fifo"        # fifo (workers with an internal queue) or ps (processor sharing)
+//!
+//! [adaptive]            # optional: an adaptive limit for the shed policy
+//! algorithm = "aimd"    # aimd | vegas | gradient2 | static
+//! min = 4
+//! max = 256
+//! initial = 64          # optional: default limiter.capacity
+//! window = "100ms"
+//! target = "40ms"       # aimd's latency target
+//!
+//! [overload]            # optional: hysteresis for the shed policy
+//! enter = 1.25          # smoothed occupancy that starts shedding low classes
+//! exit = 0.9
+//! smoothing = 0.3
+//! tick = "1s"
+//!
 //! [[event]]
 //! at = "1s"
 //! service_factor = 4.0  # or rps = 2000
@@ -263,6 +281,20 @@ fn thousand() -> u32 {
     1000
 }
 
+/// The `[overload]` table: the hysteresis controller for the `shed` policy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverloadConfig {
+    /// Smoothed occupancy that starts shedding low classes (default 1.25).
+    pub enter: Option<f64>,
+    /// Smoothed occupancy below which they come back (default 0.9).
+    pub exit: Option<f64>,
+    /// EWMA weight of the newest sample (default 0.3).
+    pub smoothing: Option<f64>,
+    /// How often the controller samples and ramps (default 1 s).
+    pub tick: Option<Dur>,
+}
+
 /// An `[[event]]` table: something changes at a time.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -303,6 +335,8 @@ pub struct Scenario {
     pub server: Option<ServerConfig>,
     /// An adaptive limit for the `shed` policy (default: a static one).
     pub adaptive: Option<AdaptiveConfig>,
+    /// Hysteresis for the `shed` policy (default: none).
+    pub overload: Option<OverloadConfig>,
 }
 
 impl Scenario {

@@ -1,0 +1,164 @@
+//! Adaptive limits, hysteresis and queue discipline, proven in the lab on
+//! the paused clock.
+
+use std::path::PathBuf;
+
+use shed_lab::{run, PolicyKind, Report, Scenario};
+
+fn preset(name: &str) -> Scenario {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/scenarios")
+        .join(format!("{name}.toml"));
+    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn served(report: &Report, second: usize) -> f64 {
+    report.timeline[second].served_in_time as f64
+}
+
+#[test]
+fn an_adaptive_limit_follows_a_slowdown_down_and_the_recovery_back_up() {
+    let scenario = preset("bottleneck-slowdown");
+    let report = run(&scenario, PolicyKind::Shed, 1.0);
+    let reduced_capacity = 8.0 / 0.020; // 8 workers at 20 ms
+    let offered = 1200.0; // below the full capacity of 1,600 rps
+                          // Converged within two seconds of the slowdown (5 s), held until 10 s.
+    for second in 7..10 {
+        assert!(
+            served(&report, second) >= 0.9 * reduced_capacity,
+            "second {second}: {} of {reduced_capacity}: {:?}",
+            served(&report, second),
+            report.timeline
+        );
+    }
+    // Back to serving everything within a second of the recovery (10 s).
+    for second in 11..16 {
+        assert!(
+            served(&report, second) >= 0.95 * offered,
+            "second {second}: {:?}",
+            report.timeline
+        );
+    }
+    let limits: Vec<u32> = report.timeline.iter().filter_map(|s| s.limit).collect();
+    assert!(
+        limits[7] < 32,
+        "the limit came down towards the bottleneck: {limits:?}"
+    );
+    assert!(limits[14] > limits[8], "and went back up: {limits:?}");
+    let reversals = report.limit_direction_changes.unwrap();
+    assert!(
+        reversals <= 24,
+        "AIMD's sawtooth, not oscillation: {reversals} reversals in 16 s"
+    );
+
+    // The static limit of 64 lets the slowdown queue inside the server.
+    let mut fixed = scenario.clone();
+    fixed.adaptive = None;
+    let fixed = run(&fixed, PolicyKind::Shed, 1.0);
+    for second in 7..10 {
+        assert!(
+            served(&fixed, second) < 0.5 * reduced_capacity,
+            "{:?}",
+            fixed.timeline
+        );
+    }
+}
+
+#[test]
+fn an_adaptive_limit_that_starts_too_low_finds_the_capacity() {
+    let mut scenario = preset("bottleneck-slowdown");
+    scenario.adaptive.as_mut().unwrap().initial = Some(2);
+    let report = run(&scenario, PolicyKind::Shed, 1.0);
+    for second in 1..5 {
+        assert!(
+            served(&report, second) >= 0.95 * 1200.0,
+            "{:?}",
+            report.timeline
+        );
+    }
+}
+
+#[test]
+fn on_the_seed_the_standing_queue_controls_keep_goodput_and_cut_p99() {
+    let report = run(&preset("seed-asyncio-codel-lifo"), PolicyKind::Shed, 1.0);
+    let t = &report.total;
+    assert!(t.goodput_rps >= 0.99 * report.capacity_rps, "{t:?}");
+    assert!(
+        t.p99_ms <= 15.0,
+        "well below the seed's 55 ms: {}",
+        t.p99_ms
+    );
+    assert_eq!(t.late, 0);
+}
+
+#[test]
+fn a_capacity_sweep_absorbs_bursts_and_stays_at_the_ideal_above_capacity() {
+    let scenario = preset("anchor");
+    for factor in [0.5, 0.9, 1.0, 1.5, 2.0, 3.0, 4.0] {
+        let shed = run(&scenario, PolicyKind::Shed, factor);
+        let tower = run(&scenario, PolicyKind::RejectWhenFull, factor);
+        let seed_rule = run(&scenario, PolicyKind::QueueWait, factor);
+        let (t, capacity) = (&shed.total, shed.capacity_rps);
+        if factor <= 0.9 {
+            assert_eq!(t.shed, 0, "{factor}x: bursts below capacity are absorbed");
+        }
+        if factor > 1.0 {
+            assert!(
+                t.goodput_rps >= 0.98 * capacity,
+                "{factor}x: {} of {capacity}",
+                t.goodput_rps
+            );
+        }
+        let better_anchor = tower.total.goodput_rps.max(seed_rule.total.goodput_rps);
+        assert!(
+            t.goodput_rps >= 0.99 * better_anchor,
+            "{factor}x: {} vs the better anchor's {better_anchor}",
+            t.goodput_rps
+        );
+        if factor >= 2.0 {
+            assert!(t.p99_ms <= 5.0 + 10.0, "{factor}x: p99 {} ms", t.p99_ms);
+        }
+    }
+}
+
+#[test]
+fn hysteresis_sheds_low_classes_first_in_one_episode_without_flapping() {
+    let report = run(&preset("checkout-hysteresis"), PolicyKind::Shed, 1.0);
+    assert_eq!(report.shedding_transitions, Some(2), "in once, out once");
+    let critical = &report.classes["critical"];
+    assert_eq!(critical.served_in_time, critical.offered);
+    let overload = |class: &str| {
+        report.classes[class]
+            .shed_by_reason
+            .get("overload")
+            .copied()
+            .unwrap_or(0)
+    };
+    assert!(overload("background") > 0 && overload("optional") > 0);
+    let shed_fraction =
+        |class: &str| report.classes[class].shed as f64 / report.classes[class].offered as f64;
+    assert!(shed_fraction("background") > shed_fraction("optional"));
+    // Shedding has an exit: the last second is back to full service.
+    assert!(served(&report, 9) >= 0.9 * 3000.0, "{:?}", report.timeline);
+}
+
+#[test]
+fn the_algorithms_can_be_compared_on_one_scenario() {
+    let reports = shed_lab::compare_algorithms(&preset("bottleneck-slowdown"), 1.0);
+    let names: Vec<_> = reports
+        .iter()
+        .map(|r| r.adaptive.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["static", "aimd", "vegas", "gradient2"]);
+    let table = shed_lab::report::algorithm_table(&reports);
+    assert_eq!(table.lines().count(), 5, "{table}");
+    let goodput = |name: &str| {
+        reports
+            .iter()
+            .find(|r| r.adaptive.as_deref() == Some(name))
+            .unwrap()
+            .total
+            .goodput_rps
+    };
+    assert!(goodput("aimd") > goodput("static"));
+}
