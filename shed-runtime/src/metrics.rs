@@ -24,6 +24,9 @@
 //! | `shed_service_seconds` | histogram | how long admitted calls held their slots (sampled) |
 //! | `shed_latency_seconds` | histogram | arrival to end of response, per class (HTTP layer) |
 //! | `shed_shedding_active_seconds` | gauge | how long refusals have gone on without a quiet interval (no `class` label) |
+//! | `shed_overload_signal` | gauge | the overload controller's smoothed occupancy (with [`OverloadController`](crate::OverloadController)) |
+//! | `shed_overload_ramp` | gauge | the share of held-back traffic re-admitted, 0 to 1 |
+//! | `shed_overload_active_seconds` | gauge | how long the overload controller has been shedding |
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
