@@ -303,10 +303,8 @@ impl Held {
         let stats = policy.map(|(stats, _)| stats);
         let class = match class {
             Ok(class) => class,
-            Err(reason) if mode == Mode::Observe => {
-                let _ = reason;
-                return Admission::ready(Ok(Permit::bypass()));
-            }
+            // Observe mode never refuses; an unknown class has no counters.
+            Err(_) if mode == Mode::Observe => return Admission::ready(Ok(Permit::bypass())),
             Err(reason) => {
                 let class_name = policy.map_or("unknown", |(_, c)| c);
                 let retry_after = self.retry_after(reason, Duration::ZERO);
