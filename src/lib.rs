@@ -122,6 +122,11 @@ pub async fn run_guarded<F: std::future::Future>(
     Ok(work.await)
 }
 
+/// The README's examples, compiled as doctests so they cannot rot.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]
 pub mod __private {
