@@ -91,6 +91,8 @@ pub struct Window {
     pub late: u64,
     /// The limit during the window.
     pub limit: f64,
+    /// Whether the window ran at a probe limit the algorithm asked for.
+    pub probe: bool,
     /// When the window closed.
     pub at: Instant,
 }
@@ -103,6 +105,13 @@ pub trait LimitAlgorithm: Send + 'static {
     /// The next limit, given the last window (with at least one
     /// completion). Clamping to the configured bounds is the caller's job.
     fn next_limit(&mut self, window: &Window) -> f64;
+
+    /// Asked before each window: a lower limit to run the next window at,
+    /// to measure latency with less concurrency. The window is then
+    /// reported with `probe` set. Never, by default.
+    fn probe_limit(&mut self, _limit: f64) -> Option<f64> {
+        None
+    }
 }
 
 /// Additive increase, multiplicative decrease (the seed's loop, as in
@@ -237,6 +246,13 @@ impl LimitAlgorithm for Vegas {
 /// queue allowance lets it grow. The long average decays faster after a
 /// slowdown so that the limit comes back once the service recovers, and
 /// nothing changes while the service does not use half the limit.
+///
+/// The long average alone takes a slowdown that queues inside the service
+/// for the new normal. So every `probe_every` windows, one window runs at
+/// half the limit (never lower, and for one window only, unlike Envoy's
+/// probes at a minimal limit): if latency falls with concurrency, the
+/// long average comes down to what the service does with less queueing,
+/// and the limit follows.
 #[derive(Debug, Clone)]
 pub struct Gradient2 {
     /// How much latency may rise before the limit shrinks (default 1.5).
@@ -247,8 +263,11 @@ pub struct Gradient2 {
     pub smoothing: f64,
     /// Weight of the newest window in the long average (default 0.05).
     pub long_weight: f64,
+    /// Windows between probes at half the limit (default 10; 0: never).
+    pub probe_every: u32,
     long: Option<f64>,
     windows: u32,
+    before_probe: Option<f64>,
 }
 
 impl Default for Gradient2 {
@@ -258,8 +277,10 @@ impl Default for Gradient2 {
             queue_size: 4.0,
             smoothing: 0.2,
             long_weight: 0.05,
+            probe_every: 10,
             long: None,
             windows: 0,
+            before_probe: None,
         }
     }
 }
@@ -269,8 +290,26 @@ impl LimitAlgorithm for Gradient2 {
         "gradient2"
     }
 
+    fn probe_limit(&mut self, limit: f64) -> Option<f64> {
+        let due = self.probe_every > 0 && self.windows > 10 && self.windows % self.probe_every == 0;
+        if due && self.before_probe.is_none() {
+            self.before_probe = Some(limit);
+            return Some((limit / 2.0).max(1.0));
+        }
+        None
+    }
+
     fn next_limit(&mut self, w: &Window) -> f64 {
         let short = w.avg_latency.as_secs_f64().max(1e-9);
+        if w.probe {
+            // Less concurrency, less latency: the service was queueing.
+            let restored = self.before_probe.take().unwrap_or(w.limit);
+            if let Some(long) = self.long {
+                self.long = Some(long.min(short));
+            }
+            self.windows += 1;
+            return restored;
+        }
         self.windows += 1;
         let long = match self.long {
             // Warm-up: a plain average of the first ten windows.
@@ -385,13 +424,23 @@ impl AdaptiveLimit {
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await;
             let mut late_before = late_total(&limiter);
+            let mut probing = false;
             loop {
+                if let Some(probe) = self.algorithm.probe_limit(limit) {
+                    let probe = probe.clamp(f64::from(self.min), limit);
+                    limiter.set_capacity(probe.round() as u32);
+                    probing = true;
+                }
                 ticker.tick().await;
                 let (count, sum, min, max_in_flight) = limiter.inner.window.take();
                 let late_now = late_total(&limiter);
                 let late = late_now - late_before;
                 late_before = late_now;
                 if count == 0 {
+                    if probing {
+                        limiter.set_capacity(limit.round() as u32);
+                        probing = false;
+                    }
                     continue;
                 }
                 let window = Window {
@@ -400,7 +449,12 @@ impl AdaptiveLimit {
                     min_latency: Duration::from_nanos(min),
                     max_in_flight,
                     late,
-                    limit,
+                    limit: if probing {
+                        f64::from(limiter.capacity() as u32)
+                    } else {
+                        limit
+                    },
+                    probe: std::mem::take(&mut probing),
                     at: Instant::now(),
                 };
                 let next = self.algorithm.next_limit(&window);
@@ -416,4 +470,84 @@ impl AdaptiveLimit {
 
 fn late_total(limiter: &Limiter) -> u64 {
     limiter.stats().classes.iter().map(|c| c.late).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(latency_ms: u64, limit: f64, in_flight: u64) -> Window {
+        Window {
+            completed: 100,
+            avg_latency: Duration::from_millis(latency_ms),
+            min_latency: Duration::from_millis(latency_ms / 2),
+            max_in_flight: in_flight,
+            late: 0,
+            limit,
+            probe: false,
+            at: Instant::now(),
+        }
+    }
+
+    #[test]
+    fn aimd_backs_off_above_target_and_grows_while_used() {
+        let mut aimd = Aimd::new(Duration::from_millis(30));
+        assert!((aimd.next_limit(&window(50, 20.0, 20)) - 18.0).abs() < 1e-9);
+        let mut aimd = Aimd::new(Duration::from_millis(30));
+        assert!(
+            (aimd.next_limit(&window(10, 20.0, 15)) - 25.0).abs() < 1e-9,
+            "+100/20"
+        );
+        assert_eq!(
+            aimd.next_limit(&window(10, 20.0, 5)),
+            20.0,
+            "unused limits do not grow"
+        );
+    }
+
+    #[test]
+    fn vegas_grows_without_a_queue_and_shrinks_with_one() {
+        let mut vegas = Vegas::default();
+        let grown = vegas.next_limit(&window(10, 20.0, 20));
+        assert!(grown > 20.0, "no queue yet: {grown}");
+        let shrunk = vegas.next_limit(&window(40, 20.0, 20));
+        assert!(
+            shrunk < 20.0,
+            "latency 4x the no-load: a queue of 15: {shrunk}"
+        );
+    }
+
+    #[test]
+    fn gradient2_shrinks_when_latency_rises_and_probes_at_half_the_limit() {
+        let mut g = Gradient2::default();
+        for _ in 0..11 {
+            assert!(g.next_limit(&window(10, 40.0, 40)) >= 40.0);
+        }
+        assert!(
+            g.next_limit(&window(40, 40.0, 40)) < 40.0,
+            "latency rose 4x"
+        );
+        let probe = (0..20).find_map(|_| {
+            let probe = g.probe_limit(40.0);
+            if probe.is_none() {
+                g.next_limit(&window(40, 40.0, 40));
+            }
+            probe
+        });
+        assert_eq!(
+            probe,
+            Some(20.0),
+            "one window at half the limit, not a minimal one"
+        );
+        let restored = g.next_limit(&Window {
+            probe: true,
+            ..window(20, 20.0, 20)
+        });
+        assert_eq!(restored, 40.0, "the limit comes back after the probe");
+        assert_eq!(
+            g.long,
+            Some(0.020),
+            "the probe's lower latency becomes the reference"
+        );
+    }
 }
