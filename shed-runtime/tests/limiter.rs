@@ -536,3 +536,34 @@ fn a_refusal_explains_itself() {
     let error: Box<dyn std::error::Error> = Box::new(refused);
     assert!(error.to_string().contains("`orders::create`"), "{error}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn absurd_weights_are_refused_without_disturbing_anyone() {
+    let limiter = limiter(4);
+    let held = limiter.acquire("critical", 1, "held").await.unwrap();
+    for weight in [5, 1 << 23, 1 << 24, u32::MAX] {
+        let refused = limiter
+            .acquire("critical", weight, "huge")
+            .await
+            .unwrap_err();
+        assert_eq!(refused.reason(), Reason::TooHeavy, "weight {weight}");
+    }
+    assert_eq!((limiter.in_flight(), limiter.stats().queued), (1, 0));
+    drop(held);
+    let observe = Config::new()
+        .capacity(4)
+        .mode(Mode::Observe)
+        .build()
+        .unwrap();
+    let admitted = observe.acquire("critical", u32::MAX, "huge").await.unwrap();
+    assert_eq!(observe.in_flight(), 0, "observed, admitted, not counted");
+    drop(admitted);
+    assert_eq!(
+        limiter
+            .acquire("critical", 4, "fits")
+            .await
+            .unwrap()
+            .weight(),
+        4
+    );
+}

@@ -390,6 +390,11 @@ impl Held {
         let counters = &self.core.classes[class].counters;
         if mode == Mode::Observe {
             counters.count_observed(reason);
+            if reason == Reason::TooHeavy {
+                // Admitted, but not counted in flight: a weight past the
+                // capacity could overflow the admission word.
+                return Admission::ready(Ok(Permit::bypass()));
+            }
             return self.admit_unchecked(class, weight, now, stats);
         }
         counters.count_refusal(reason);

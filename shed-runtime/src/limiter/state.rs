@@ -12,8 +12,10 @@ const ADMITTED_SHIFT: u32 = IN_FLIGHT_BITS + 1;
 /// One admission, as added to the word.
 const ADMIT_ONE: u64 = 1 << ADMITTED_SHIFT;
 
-/// The largest capacity (and in-flight weight) the packed word can hold.
-pub(crate) const MAX_CAPACITY: u64 = IN_FLIGHT_MASK;
+/// The largest capacity: half of what the in-flight field holds, so that
+/// the fast path's transient over-adds (undone at once) can never carry
+/// into the flag or the counter.
+pub(crate) const MAX_CAPACITY: u64 = IN_FLIGHT_MASK >> 1;
 /// Admission counts wrap at this many bits; readers accumulate deltas.
 pub(crate) const ADMITTED_BITS: u32 = 64 - ADMITTED_SHIFT;
 
@@ -88,6 +90,11 @@ impl AdmissionWord {
     /// them to the slow path, never admit too much.
     #[inline]
     pub(crate) fn try_take_uncontended(&self, weight: u64, capacity: u64) -> FastTake {
+        if weight > capacity {
+            // Never add what could not fit: a huge weight would carry
+            // out of the in-flight field.
+            return FastTake::Full { waiters: false };
+        }
         let previous = self.word.fetch_add(ADMIT_ONE + weight, Ordering::SeqCst);
         if previous & WAITERS == 0 && in_flight(previous) + weight <= capacity {
             return FastTake::Taken {
