@@ -238,15 +238,21 @@ impl Core {
                 None => None,
             }
             .or_else(|| {
-                // Drop for a standing queue only while enough younger
-                // waiters remain to keep every slot busy: dropping into
-                // idle slots would trade goodput for latency.
-                if !self.discipline.codel_drops || queue.queued_weight() <= self.word.capacity() {
+                // Drop for a standing queue only while enough fresh
+                // waiters (younger than the drop bound) remain to keep
+                // every slot busy: dropping into idle slots would trade
+                // goodput for latency.
+                if !self.discipline.codel_drops {
                     return None;
                 }
-                let waited = now.get().saturating_duration_since(front.arrived);
                 let codel = &self.discipline.detector;
-                queue.codel.drops(codel, waited).then_some(Reason::Overload)
+                let now = now.get();
+                let waited = now.saturating_duration_since(front.arrived);
+                if !queue.codel.drops(codel, waited) {
+                    return None;
+                }
+                let fresh = queue.arrived_after(c, now.checked_sub(2 * codel.target)?);
+                (fresh as u64 >= self.word.capacity()).then_some(Reason::Overload)
             });
             let Some(reason) = reason else {
                 return;

@@ -149,6 +149,12 @@ impl WaitQueue {
         self.per_class[waiter.class].push_back(waiter);
     }
 
+    /// How many waiters of `class` arrived after `since`.
+    pub(crate) fn arrived_after(&self, class: usize, since: Instant) -> usize {
+        let queue = &self.per_class[class];
+        queue.len() - queue.partition_point(|w| w.arrived <= since)
+    }
+
     pub(crate) fn head(&self, class: usize) -> Option<&Arc<Waiter>> {
         self.per_class[class].front()
     }
