@@ -316,3 +316,56 @@ fn the_table_renders_as_text_and_json() {
         })
     );
 }
+
+#[shed(
+    class = "optional",
+    max_wait = "5ms",
+    weight = 2,
+    name = "equivalence::annotated"
+)]
+async fn annotated(hold: Duration) -> Result<(), Rejected> {
+    tokio::time::sleep(hold).await;
+    Ok(())
+}
+
+/// The lab drives `shed::run_guarded` with run-time policies; it must
+/// decide exactly as the attribute does.
+#[tokio::test(start_paused = true)]
+async fn run_guarded_decides_exactly_as_the_attribute() {
+    let policy = shed::Policy::leak(
+        "equivalence::guarded",
+        "optional",
+        Some(Duration::from_millis(5)),
+        2,
+    );
+    let outcomes = |use_attribute: bool| async move {
+        let limiter = limiter(5);
+        let mut calls = Vec::new();
+        for i in 0..40u64 {
+            let hold = Duration::from_millis(1 + i % 7);
+            let call = if use_attribute {
+                tokio::spawn(limiter.scope(annotated(hold)))
+            } else {
+                // The work starts when admitted, as the attribute's body does.
+                let work = async move { tokio::time::sleep(hold).await };
+                tokio::spawn(limiter.scope(async move { shed::run_guarded(policy, work).await }))
+            };
+            calls.push(call);
+            tokio::time::sleep(Duration::from_micros(700)).await;
+        }
+        let mut results = Vec::new();
+        for call in calls {
+            results.push(call.await.unwrap().err().map(|r| r.reason()));
+        }
+        (results, limiter.stats().class("optional").unwrap().clone())
+    };
+    let (by_attribute, attribute_stats) = outcomes(true).await;
+    let (by_run_guarded, run_guarded_stats) = outcomes(false).await;
+    assert_eq!(by_attribute, by_run_guarded);
+    assert!(
+        by_attribute.iter().any(Option::is_some),
+        "some calls were refused"
+    );
+    assert_eq!(attribute_stats.admitted, run_guarded_stats.admitted);
+    assert_eq!(attribute_stats.refused, run_guarded_stats.refused);
+}
