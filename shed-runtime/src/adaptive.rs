@@ -165,26 +165,21 @@ impl LimitAlgorithm for Aimd {
 /// TCP Vegas for request concurrency (as in Netflix concurrency-limits):
 /// estimates the queue inside the service from the ratio of the no-load
 /// latency to the current one, grows while it is short and shrinks when it
-/// is long. The no-load latency is re-probed every `probe_every` windows
-/// (jittered) by forgetting it, which costs no throughput: the limit is
-/// never pinned low to measure it.
+/// is long. The no-load latency is re-learned continuously (see `drift`),
+/// which costs no throughput: the limit is never pinned low to measure it.
 #[derive(Debug, Clone)]
 pub struct Vegas {
-    /// Windows between re-probes of the no-load latency (default 20, i.e.
-    /// 2 s with the default window).
-    pub probe_every: u32,
+    /// How fast the no-load latency estimate rises per window when no
+    /// window is faster (default 0.03).
+    pub drift: f64,
     no_load: Option<Duration>,
-    until_probe: u32,
-    rng: u64,
 }
 
 impl Default for Vegas {
     fn default() -> Self {
         Self {
-            probe_every: 20,
+            drift: 0.03,
             no_load: None,
-            until_probe: 20,
-            rng: 0x9e37_79b9_7f4a_7c15,
         }
     }
 }
@@ -199,26 +194,20 @@ impl LimitAlgorithm for Vegas {
     }
 
     fn next_limit(&mut self, w: &Window) -> f64 {
-        self.until_probe = self.until_probe.saturating_sub(1);
-        if self.until_probe == 0 {
-            // xorshift: a jitter of up to half a period, deterministic.
-            self.rng ^= self.rng << 13;
-            self.rng ^= self.rng >> 7;
-            self.rng ^= self.rng << 17;
-            let half = u64::from(self.probe_every / 2).max(1);
-            self.until_probe = self.probe_every / 2 + (self.rng % half) as u32 + 1;
-            self.no_load = None;
-        }
-        // The no-load latency is the lowest *window mean* seen since the
-        // last probe: the shortest single call says nothing when service
-        // times vary (with exponential ones it is near zero, and Vegas
-        // would see a queue that is not there).
+        // The no-load latency is the lowest *window mean* seen (the
+        // shortest single call says nothing when service times vary: with
+        // exponential ones it is near zero, and Vegas would see a queue
+        // that is not there). It drifts up by `drift` a window until a
+        // lower mean refreshes it, so a dependency that really got slower
+        // becomes the new no-load within seconds, without probing at a
+        // tiny limit.
         let rtt = w.avg_latency.max(Duration::from_nanos(1));
-        let no_load = *self.no_load.get_or_insert(rtt);
-        if rtt < no_load {
-            self.no_load = Some(rtt);
-        }
-        let no_load = self.no_load.expect("set above");
+        let drifted = self.no_load.map(|d| d.mul_f64(1.0 + self.drift));
+        let no_load = match drifted {
+            Some(d) if d <= rtt => d,
+            _ => rtt,
+        };
+        self.no_load = Some(no_load);
         let limit = w.limit;
         let step = log10_at_least(limit, 1.0);
         if (w.max_in_flight as f64) * 2.0 < limit {
