@@ -163,8 +163,15 @@ fn the_algorithms_can_be_compared_on_one_scenario() {
     assert!(goodput("aimd") > goodput("static"));
     assert!(goodput("vegas") > goodput("static"));
     // Vegas follows the slowdown too, from its third second on.
-    let vegas = reports.iter().find(|r| r.adaptive.as_deref() == Some("vegas")).unwrap();
+    let vegas = reports
+        .iter()
+        .find(|r| r.adaptive.as_deref() == Some("vegas"))
+        .unwrap();
     for second in 8..10 {
-        assert!(served(vegas, second) >= 0.85 * 400.0, "{:?}", vegas.timeline);
+        assert!(
+            served(vegas, second) >= 0.85 * 400.0,
+            "{:?}",
+            vegas.timeline
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! The admission state machine, free of futures and clocks' side effects so
-//! that `loom` can check every interleaving of acquire, release and cancel.
+//! The admission state machine, free of futures so that `loom` can check
+//! every interleaving of acquire, release and cancel.
 //!
 //! Invariants (checked by the property and loom tests):
 //! - the in-flight weight never exceeds the capacity, and a class's never
@@ -37,7 +37,8 @@ enum Grant {
     NoGlobalRoom,
 }
 
-/// Reads the clock at most once, and only if a waiter has a time budget.
+/// Reads the clock at most once per dispatch, and only if something needs
+/// the time: a waiter's budget or the standing-queue controls.
 struct LazyNow(Option<Instant>);
 
 impl LazyNow {
