@@ -12,7 +12,7 @@
 
 use tokio::time::Instant;
 
-use super::discipline::Discipline;
+use super::discipline::{Codel, Discipline};
 use super::queue::{End, Status, WaitQueue, Waiter};
 use super::state::{AdmissionWord, FastTake, Snapshot};
 use crate::class::ClassState;
@@ -188,7 +188,11 @@ impl Core {
     fn dispatch(&self, queue: &mut MutexGuard<'_, WaitQueue>) {
         let mut now = LazyNow(None);
         if let Some(codel) = self.discipline.watches() {
-            queue.codel.update(codel, now.get());
+            let now = now.get();
+            if self.piling_up_behind_old_waiter(queue, codel, now) {
+                queue.codel.overflowed(now);
+            }
+            queue.codel.update(codel, now);
         }
         let ranks = queue.by_rank.len();
         for floors_only in [true, false] {
@@ -228,6 +232,27 @@ impl Core {
             }
         }
         self.settle_flag(queue);
+    }
+
+    /// Sustained overload, recognised before anyone has run out of budget:
+    /// in some class the oldest waiter has waited six times the target
+    /// (a measured wait), and more fresh callers (younger than twice the
+    /// target) stand behind it than three times the capacity. A burst the
+    /// slots can drain does not pile fresh callers up that fast; sustained
+    /// overload does, and waiting for the first expiry would first serve a
+    /// whole budget's worth of callers late.
+    fn piling_up_behind_old_waiter(&self, queue: &WaitQueue, codel: &Codel, now: Instant) -> bool {
+        let (Some(old), Some(fresh)) = (
+            now.checked_sub(6 * codel.target),
+            now.checked_sub(2 * codel.target),
+        ) else {
+            return false;
+        };
+        let deep = 3 * self.word.capacity();
+        (0..queue.by_rank.len()).any(|c| {
+            queue.head(c).is_some_and(|head| head.arrived < old)
+                && queue.arrived_after(c, fresh) as u64 >= deep
+        })
     }
 
     /// Refuses the oldest waiters of class `c` while they are out of time:

@@ -14,7 +14,8 @@ use tokio::time::Instant;
 ///
 /// A queue *stands* when it has overflowed recently: within the last
 /// `interval`, a waiter ran out of its budget or deadline, was dropped, or
-/// found the queue full. That is the point
+/// found the queue full, or fresh callers piled up behind one that had
+/// already waited six times the target. That is the point
 /// where serving in arrival order stops working: the oldest callers are
 /// already being lost. While the queue stands, CoDel refuses waiters older
 /// than twice `target` (reason `overload`) instead of serving them late,
