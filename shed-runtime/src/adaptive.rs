@@ -239,9 +239,10 @@ impl LimitAlgorithm for Vegas {
 /// The long average alone takes a slowdown that queues inside the service
 /// for the new normal. So every `probe_every` windows, one window runs at
 /// half the limit (never lower, and for one window only, unlike Envoy's
-/// probes at a minimal limit): if latency falls with concurrency, the
-/// long average comes down to what the service does with less queueing,
-/// and the limit follows.
+/// probes at a minimal limit). If that window completed nearly as many
+/// calls, the other half of the concurrency was only queueing: the lower
+/// limit stays, and its latency becomes the reference. If it completed
+/// fewer, the limit comes back.
 #[derive(Debug, Clone)]
 pub struct Gradient2 {
     /// How much latency may rise before the limit shrinks (default 1.5).
@@ -257,6 +258,8 @@ pub struct Gradient2 {
     long: Option<f64>,
     windows: u32,
     before_probe: Option<f64>,
+    /// Completions of the last ordinary window, to compare a probe with.
+    last_completed: u64,
 }
 
 impl Default for Gradient2 {
@@ -270,6 +273,7 @@ impl Default for Gradient2 {
             long: None,
             windows: 0,
             before_probe: None,
+            last_completed: 0,
         }
     }
 }
@@ -291,15 +295,23 @@ impl LimitAlgorithm for Gradient2 {
     fn next_limit(&mut self, w: &Window) -> f64 {
         let short = w.avg_latency.as_secs_f64().max(1e-9);
         if w.probe {
-            // Less concurrency, less latency: the service was queueing.
-            let restored = self.before_probe.take().unwrap_or(w.limit);
+            self.windows += 1;
+            let before = self.before_probe.take().unwrap_or(w.limit);
+            // Half the concurrency completed (nearly) as many calls: the
+            // other half was only queueing inside the service (Little's
+            // law). Keep the lower limit, and its latency as the reference.
+            if w.completed as f64 >= 0.95 * self.last_completed as f64 {
+                self.long = Some(short);
+                return w.limit;
+            }
+            // Fewer completions: the concurrency was doing work. Restore.
             if let Some(long) = self.long {
                 self.long = Some(long.min(short));
             }
-            self.windows += 1;
-            return restored;
+            return before;
         }
         self.windows += 1;
+        self.last_completed = w.completed;
         let long = match self.long {
             // Warm-up: a plain average of the first ten windows.
             Some(long) if self.windows <= 10 => long + (short - long) / f64::from(self.windows),
@@ -528,15 +540,32 @@ mod tests {
             Some(20.0),
             "one window at half the limit, not a minimal one"
         );
-        let restored = g.next_limit(&Window {
+        // Half the concurrency, half the completions: it was doing work.
+        let fewer = Window {
+            probe: true,
+            completed: 50,
+            ..window(20, 20.0, 20)
+        };
+        assert_eq!(
+            g.next_limit(&fewer),
+            40.0,
+            "the limit comes back after the probe"
+        );
+
+        // Half the concurrency, as many completions: it was only queueing.
+        let probe = (0..20).find_map(|_| {
+            let probe = g.probe_limit(40.0);
+            if probe.is_none() {
+                g.next_limit(&window(40, 40.0, 40));
+            }
+            probe
+        });
+        assert_eq!(probe, Some(20.0));
+        let as_many = Window {
             probe: true,
             ..window(20, 20.0, 20)
-        });
-        assert_eq!(restored, 40.0, "the limit comes back after the probe");
-        assert_eq!(
-            g.long,
-            Some(0.020),
-            "the probe's lower latency becomes the reference"
-        );
+        };
+        assert_eq!(g.next_limit(&as_many), 20.0, "the lower limit stays");
+        assert_eq!(g.long, Some(0.020), "and its latency becomes the reference");
     }
 }
