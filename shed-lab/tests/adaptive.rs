@@ -66,15 +66,19 @@ fn an_adaptive_limit_follows_a_slowdown_down_and_the_recovery_back_up() {
 
 #[test]
 fn an_adaptive_limit_that_starts_too_low_finds_the_capacity() {
-    let mut scenario = preset("bottleneck-slowdown");
-    scenario.adaptive.as_mut().unwrap().initial = Some(2);
-    let report = run(&scenario, PolicyKind::Shed, 1.0);
-    for second in 1..5 {
-        assert!(
-            served(&report, second) >= 0.95 * 1200.0,
-            "{:?}",
-            report.timeline
-        );
+    for algorithm in ["aimd", "vegas", "gradient2"] {
+        let mut scenario = preset("bottleneck-slowdown");
+        let adaptive = scenario.adaptive.as_mut().unwrap();
+        adaptive.initial = Some(2);
+        adaptive.algorithm = algorithm.into();
+        let report = run(&scenario, PolicyKind::Shed, 1.0);
+        for second in 1..5 {
+            assert!(
+                served(&report, second) >= 0.95 * 1200.0,
+                "{algorithm}: {:?}",
+                report.timeline
+            );
+        }
     }
 }
 
@@ -162,16 +166,34 @@ fn the_algorithms_can_be_compared_on_one_scenario() {
     };
     assert!(goodput("aimd") > goodput("static"));
     assert!(goodput("vegas") > goodput("static"));
-    // Vegas follows the slowdown too, from its third second on.
-    let vegas = reports
-        .iter()
-        .find(|r| r.adaptive.as_deref() == Some("vegas"))
-        .unwrap();
-    for second in 8..10 {
+    assert!(goodput("gradient2") > goodput("static"));
+    // Vegas and Gradient2 follow the slowdown too, and come back after it.
+    for name in ["vegas", "gradient2"] {
+        let report = reports
+            .iter()
+            .find(|r| r.adaptive.as_deref() == Some(name))
+            .unwrap();
+        for second in 8..10 {
+            assert!(
+                served(report, second) >= 0.85 * 400.0,
+                "{name}: {:?}",
+                report.timeline
+            );
+        }
+        for second in 11..16 {
+            assert!(
+                served(report, second) >= 0.95 * 1200.0,
+                "{name}: {:?}",
+                report.timeline
+            );
+        }
+    }
+    for report in &reports {
+        let reversals = report.limit_direction_changes.unwrap();
         assert!(
-            served(vegas, second) >= 0.85 * 400.0,
-            "{:?}",
-            vegas.timeline
+            reversals <= 24,
+            "{:?}: {reversals} reversals in 16 s",
+            report.adaptive
         );
     }
 }
