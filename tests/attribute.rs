@@ -154,6 +154,16 @@ async fn deadlines_learned_from_service_times_refuse_calls_that_cannot_finish() 
         Reason::Deadline,
         "10 ms left of 50"
     );
+    let in_time = limiter
+        .scope(shed::with_timeout(Duration::from_millis(50), pay(4)))
+        .await;
+    assert!(in_time.is_ok());
+    let critical = limiter.stats().class("critical").unwrap().clone();
+    assert_eq!(
+        (critical.served_in_time, critical.late),
+        (1, 0),
+        "calls with a deadline are counted when they end"
+    );
 }
 
 #[tokio::test(start_paused = true)]
