@@ -112,13 +112,19 @@ struct Sim {
     streams: Vec<Stream>,
     tallies: Vec<RefCell<Tally>>,
     service_rng: RefCell<fastrand::Rng>,
+    /// The start of the measured window (after the warm-up).
     start: Instant,
-    arrivals_end: Instant,
+    /// Calls that arrive from `start` until here are counted.
+    window_end: Instant,
+    /// Traffic stops here: after the window, for the longest timeout.
+    load_end: Instant,
     outstanding: Cell<u64>,
 }
 
 async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report {
-    let start = Instant::now();
+    let start = Instant::now() + scenario.warmup.map_or(Duration::ZERO, |w| w.0);
+    let window_end = start + Duration::from_secs_f64(scenario.seconds);
+    let longest_timeout = scenario.traffic.iter().map(|t| t.timeout.0).max();
     let specs = scenario.class_specs();
     let capacity = scenario.limiter.capacity;
     let streams: Vec<Stream> = scenario
@@ -188,7 +194,8 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             .collect(),
         service_rng: RefCell::new(fastrand::Rng::with_seed(scenario.seed ^ 0x5eed_5e41)),
         start,
-        arrivals_end: start + Duration::from_secs_f64(scenario.seconds),
+        window_end,
+        load_end: window_end + longest_timeout.unwrap_or_default(),
         outstanding: Cell::new(0),
         streams,
         admission,
@@ -258,8 +265,8 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
         tokio::task::spawn_local(arrivals(sim.clone(), stream));
     }
 
-    tokio::time::sleep_until(sim.arrivals_end).await;
-    let drain_end = sim.arrivals_end + DRAIN_LIMIT;
+    tokio::time::sleep_until(sim.load_end).await;
+    let drain_end = sim.load_end + DRAIN_LIMIT;
     while sim.outstanding.get() > 0 && Instant::now() < drain_end {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -330,7 +337,7 @@ async fn arrivals(sim: Rc<Sim>, stream: usize) {
             };
             next += Duration::from_secs_f64(gap);
         }
-        if next >= sim.arrivals_end {
+        if next >= sim.load_end {
             return;
         }
         tokio::time::sleep_until(next).await;
@@ -345,7 +352,12 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
     let traffic = &sim.scenario.traffic[stream];
     let arrival = Instant::now();
     let deadline = arrival + traffic.timeout.0;
-    sim.tallies[stream].borrow_mut().offer(attempt > 0);
+    // Calls of the warm-up and of the load after the window compete, but
+    // are not counted.
+    let counted = (sim.start..sim.window_end).contains(&arrival);
+    if counted {
+        sim.tallies[stream].borrow_mut().offer(attempt > 0);
+    }
     sim.outstanding.set(sim.outstanding.get() + 1);
 
     // The client gives up at its timeout and, if it may, tries again; the
@@ -367,14 +379,17 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
     answered.set(true);
     sim.outstanding.set(sim.outstanding.get() - 1);
     match outcome {
-        Ok(()) => {
+        Ok(()) if counted => {
             let second = (arrival - sim.start).as_secs() as usize;
             sim.tallies[stream]
                 .borrow_mut()
                 .served(done - arrival, done <= deadline, second)
         }
+        Ok(()) => {}
         Err(refusal) => {
-            sim.tallies[stream].borrow_mut().shed(&refusal.reason);
+            if counted {
+                sim.tallies[stream].borrow_mut().shed(&refusal.reason);
+            }
             if may_retry && done < deadline {
                 let delay = match traffic.retry.unwrap_or(RetryDelay::Immediate) {
                     RetryDelay::Immediate => Duration::ZERO,

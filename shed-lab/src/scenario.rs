@@ -2,7 +2,8 @@
 //!
 //! ```toml
 //! name = "seed-asyncio"
-//! seconds = 2
+//! seconds = 2          # the measured window
+//! warmup = "1s"         # optional: load before the window, not counted
 //! seed = 7
 //!
 //! [limiter]
@@ -299,7 +300,7 @@ pub struct OverloadConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Event {
-    /// When, from the start.
+    /// When, from the start of the measured window.
     pub at: Dur,
     /// Multiplies the base service time (1.0 restores it).
     pub service_factor: Option<f64>,
@@ -315,8 +316,15 @@ pub struct Event {
 pub struct Scenario {
     /// Its name, reported in results.
     pub name: String,
-    /// Simulated seconds of arrivals.
+    /// The measured window, in simulated seconds: calls that arrive in it
+    /// are counted. Traffic goes on after it for the longest client
+    /// timeout, so the last calls of the window compete with later ones as
+    /// they would in the middle of a run.
     pub seconds: f64,
+    /// Load before the measured window, not counted (default none): lets
+    /// queues reach their steady state, so that a policy is not credited
+    /// with the queue it fills at the start and drains after the end.
+    pub warmup: Option<Dur>,
     /// The random seed: the same seed gives the same numbers.
     #[serde(default)]
     pub seed: u64,
@@ -409,6 +417,9 @@ impl Scenario {
                 "`seconds` must be in (0, 3600], got {}",
                 self.seconds
             ));
+        }
+        if self.warmup.is_some_and(|w| w.0 > Duration::from_secs(600)) {
+            problems.push("`warmup` must be at most 10 minutes".into());
         }
         if self.limiter.capacity == 0 {
             problems.push("`limiter.capacity` must be at least 1".into());
