@@ -135,7 +135,7 @@ impl Core {
             // The refused arrival may have been the head that blocked others.
             self.dispatch(&mut queue);
         }
-        self.settle_flag(&queue);
+        self.settle_flag(&mut queue);
         waiter.status()
     }
 
@@ -192,7 +192,8 @@ impl Core {
             if self.piling_up_behind_old_waiter(queue, codel, now) {
                 queue.codel.overflowed(now);
             }
-            queue.codel.update(codel, now);
+            let (admitted, queued) = (self.word.load().admitted, queue.len() as u64);
+            queue.codel.update(codel, now, admitted, queued);
         }
         let ranks = queue.by_rank.len();
         for floors_only in [true, false] {
@@ -339,12 +340,14 @@ impl Core {
     fn refuse_overflow(&self, queue: &mut WaitQueue, waiter: &Waiter, reason: Reason) {
         if self.discipline.watches().is_some() && reason != Reason::Disabled {
             queue.codel.overflowed(Instant::now());
+            queue.codel.load.refused();
         }
         self.refuse(waiter, reason);
     }
 
-    fn settle_flag(&self, queue: &WaitQueue) {
+    fn settle_flag(&self, queue: &mut WaitQueue) {
         if queue.is_empty() {
+            queue.codel.load.drained();
             self.word.set_waiters(false);
         }
     }

@@ -4,6 +4,7 @@
 mod admission;
 pub(crate) mod core;
 pub mod discipline;
+mod load;
 mod permit;
 pub(crate) mod queue;
 pub(crate) mod state;

@@ -49,6 +49,12 @@ pub(crate) struct Snapshot {
     pub(crate) admitted: u64,
 }
 
+/// How many admissions happened between two readings of the (wrapping)
+/// admission count.
+pub(crate) fn admissions_between(earlier: u64, later: u64) -> u64 {
+    later.wrapping_sub(earlier) & ((1 << ADMITTED_BITS) - 1)
+}
+
 fn in_flight(word: u64) -> u64 {
     word & IN_FLIGHT_MASK
 }
