@@ -6,6 +6,7 @@
 //! cargo run --release --example overload -- examples/scenarios/checkout.toml --policy shed
 //! cargo run --release --example overload -- --sweep 0.5,1,2,3 --plot sweep.svg
 //! cargo run --release --example overload -- --compare --json
+//! cargo run --release --example overload -- examples/scenarios/anchor.toml --sweep 1,1.5 --seeds 0..16
 //! ```
 
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use std::process::ExitCode;
 
 use shed_lab::{report, PolicyKind, Report, Scenario};
 
-const USAGE: &str = "usage: overload [SCENARIO.toml] [--policy none|reject-when-full|queue-wait|shed] [--compare] [--algorithms] [--sweep 0.5,1,2,3] [--json] [--plot FILE.svg]";
+const USAGE: &str = "usage: overload [SCENARIO.toml] [--policy none|reject-when-full|queue-wait|shed] [--compare] [--algorithms] [--sweep 0.5,1,2,3] [--seeds 0..16] [--json] [--plot FILE.svg]";
 
 struct Args {
     scenario: PathBuf,
@@ -22,6 +23,7 @@ struct Args {
     json: bool,
     plot: Option<PathBuf>,
     algorithms: bool,
+    seeds: Option<std::ops::Range<u64>>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -32,6 +34,7 @@ fn parse_args() -> Result<Args, String> {
     let mut json = false;
     let mut plot = None;
     let mut algorithms = false;
+    let mut seeds = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
@@ -55,6 +58,20 @@ fn parse_args() -> Result<Args, String> {
             }
             "--json" => json = true,
             "--algorithms" => algorithms = true,
+            "--seeds" => {
+                let range = value("--seeds")?;
+                let parsed = range.split_once("..").and_then(|(a, b)| {
+                    Some(a.trim().parse::<u64>().ok()?..b.trim().parse::<u64>().ok()?)
+                });
+                match parsed {
+                    Some(r) if !r.is_empty() => seeds = Some(r),
+                    _ => {
+                        return Err(format!(
+                            "--seeds takes a range of seeds like 0..16 (the end excluded), got `{range}`"
+                        ))
+                    }
+                }
+            }
             "--plot" => plot = Some(PathBuf::from(value("--plot")?)),
             "-h" | "--help" => return Err(USAGE.to_string()),
             flag if flag.starts_with('-') => return Err(format!("unknown flag `{flag}`\n{USAGE}")),
@@ -75,6 +92,12 @@ fn parse_args() -> Result<Args, String> {
         (None, true) => PolicyKind::ALL.to_vec(),
         (None, false) => vec![PolicyKind::Shed],
     };
+    if seeds.is_some() && (algorithms || plot.is_some() || policy.is_some() || compare) {
+        return Err(
+            "--seeds compares the shed policy with both anchors; it takes --sweep and --json only"
+                .into(),
+        );
+    }
     if plot.is_some() && factors.is_none() {
         return Err("--plot draws a sweep: add --sweep 0.5,1,2,3".into());
     }
@@ -85,6 +108,7 @@ fn parse_args() -> Result<Args, String> {
         json,
         plot,
         algorithms,
+        seeds,
     })
 }
 
@@ -103,6 +127,22 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(seeds) = args.seeds.clone() {
+        let rows = shed_lab::seeds::across_seeds(&scenario, &args.factors, seeds.clone());
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&rows).expect("rows serialise")
+            );
+        } else {
+            println!(
+                "{}: the shed policy against the better anchor, seeds {}..{}\n",
+                scenario.name, seeds.start, seeds.end
+            );
+            print!("{}", shed_lab::seeds::table(&rows));
+        }
+        return ExitCode::SUCCESS;
+    }
     if args.algorithms {
         let reports: Vec<Report> = args
             .factors

@@ -30,6 +30,7 @@ mod engine;
 pub mod plot;
 pub mod report;
 pub mod scenario;
+pub mod seeds;
 mod server;
 
 pub use engine::{direction_changes, run, PolicyKind};
