@@ -98,7 +98,9 @@ impl LoadMeter {
         };
         if let Some(rate) = self.saturated_rate.filter(|r| *r > 0.0) {
             let load = arrived.max(0.0) / seconds / rate;
-            self.load = Some(self.load.map_or(load, |l| smooth(l, load)));
+            // Starts from "at the capacity": one window of a burst must not
+            // read as sustained overload.
+            self.load = Some(smooth(self.load.unwrap_or(1.0), load));
         }
         self.window = Some(open_new(now));
     }
