@@ -95,34 +95,88 @@ fn on_the_seed_the_standing_queue_controls_keep_goodput_and_cut_p99() {
     assert_eq!(t.late, 0);
 }
 
-#[test]
-fn a_capacity_sweep_absorbs_bursts_and_stays_at_the_ideal_above_capacity() {
-    let scenario = preset("anchor");
-    for factor in [0.5, 0.9, 1.0, 1.5, 2.0, 3.0, 4.0] {
-        let shed = run(&scenario, PolicyKind::Shed, factor);
-        let tower = run(&scenario, PolicyKind::RejectWhenFull, factor);
-        let seed_rule = run(&scenario, PolicyKind::QueueWait, factor);
-        let (t, capacity) = (&shed.total, shed.capacity_rps);
-        if factor <= 0.9 {
-            assert_eq!(t.shed, 0, "{factor}x: bursts below capacity are absorbed");
-        }
-        if factor > 1.0 {
-            assert!(
-                t.goodput_rps >= 0.98 * capacity,
-                "{factor}x: {} of {capacity}",
-                t.goodput_rps
-            );
-        }
-        let better_anchor = tower.total.goodput_rps.max(seed_rule.total.goodput_rps);
+/// The anchors' goals at one sweep point: nothing shed up to 0.9x;
+/// above the capacity, goodput within 2% of the ideal and p99 within
+/// 10 ms of the 5 ms service time; everywhere, goodput at least the
+/// better anchor's within 1%.
+fn assert_anchor_goals(scenario: &Scenario, factor: f64) {
+    let seed = scenario.seed;
+    let shed = run(scenario, PolicyKind::Shed, factor);
+    let (t, capacity) = (&shed.total, shed.capacity_rps);
+    if factor <= 0.9 {
+        assert_eq!(
+            t.shed, 0,
+            "seed {seed}, {factor}x: bursts below capacity are absorbed"
+        );
+    }
+    if factor > 1.0 {
         assert!(
-            t.goodput_rps >= 0.99 * better_anchor,
-            "{factor}x: {} vs the better anchor's {better_anchor}",
+            t.goodput_rps >= 0.98 * capacity,
+            "seed {seed}, {factor}x: {} of {capacity}",
             t.goodput_rps
         );
-        if factor >= 1.5 {
-            assert!(t.p99_ms <= 5.0 + 10.0, "{factor}x: p99 {} ms", t.p99_ms);
+        assert!(
+            t.p99_ms <= 5.0 + 10.0,
+            "seed {seed}, {factor}x: p99 {} ms",
+            t.p99_ms
+        );
+    }
+    let tower = run(scenario, PolicyKind::RejectWhenFull, factor);
+    let seed_rule = run(scenario, PolicyKind::QueueWait, factor);
+    let better_anchor = tower.total.goodput_rps.max(seed_rule.total.goodput_rps);
+    assert!(
+        t.goodput_rps >= 0.99 * better_anchor,
+        "seed {seed}, {factor}x: {} vs the better anchor's {better_anchor}",
+        t.goodput_rps
+    );
+}
+
+#[test]
+fn a_capacity_sweep_absorbs_bursts_and_beats_both_anchors() {
+    let scenario = preset("anchor");
+    for factor in [0.5, 0.9, 1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 4.0] {
+        assert_anchor_goals(&scenario, factor);
+    }
+}
+
+#[test]
+fn the_anchor_goals_do_not_depend_on_the_seed() {
+    // Where they are hardest to meet: at the capacity, where shedding
+    // must not drop a queue that only grew by chance, and at mild
+    // overload, where it must.
+    for seed in 10..15 {
+        let mut scenario = preset("anchor");
+        scenario.seed = seed;
+        for factor in [0.9, 1.0, 1.2, 1.5] {
+            assert_anchor_goals(&scenario, factor);
         }
     }
+}
+
+#[test]
+fn at_the_capacity_a_queue_that_grew_by_chance_is_served_not_dropped() {
+    // The standing-queue controls engage on measured overload, not on a
+    // long queue: at exactly the capacity they refuse about as little as
+    // the queue-wait rule (which refuses only what waited 50 ms).
+    let scenario = preset("anchor");
+    let shed = run(&scenario, PolicyKind::Shed, 1.0);
+    let seed_rule = run(&scenario, PolicyKind::QueueWait, 1.0);
+    assert!(
+        shed.total.shed <= seed_rule.total.shed + shed.total.offered / 100,
+        "{} refused vs {}",
+        shed.total.shed,
+        seed_rule.total.shed
+    );
+    // Whereas at 1.2x, waiters older than twice the target are dropped.
+    let overloaded = run(&scenario, PolicyKind::Shed, 1.2);
+    assert!(overloaded.total.shed_by_reason["overload"] > 0);
+    // Served within the 8 ms bound and the 5 ms service (percentiles are
+    // whole milliseconds).
+    assert!(
+        overloaded.total.p99_ms <= 8.0 + 5.0 + 1.0,
+        "{}",
+        overloaded.total.p99_ms
+    );
 }
 
 #[test]

@@ -176,8 +176,24 @@ impl Config {
         self
     }
 
-    /// Drops waiters from a standing queue, CoDel-style (see [`Codel`]).
-    /// Off by default.
+    /// Drops waiters from a standing queue, CoDel-style (see [`Codel`]):
+    /// once the queue overflows under measured overload, waiters older than
+    /// twice the target are refused (reason `overload`) instead of served
+    /// late, so served calls wait at most that long. Off by default.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let limiter = shed_runtime::Config::new()
+    ///     .capacity(8)
+    ///     .codel(shed_runtime::Codel {
+    ///         target: Duration::from_millis(4),
+    ///         interval: Duration::from_millis(100),
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(limiter);
+    /// ```
     pub fn codel(mut self, codel: Codel) -> Self {
         self.discipline.detector = codel;
         self.discipline.codel_drops = true;
@@ -187,9 +203,11 @@ impl Config {
     /// Adaptive LIFO: within a class, serve the newest waiter first while
     /// the queue stands (by [`Codel`]'s test, with the parameters given to
     /// [`codel`](Config::codel) or the defaults), the oldest first
-    /// otherwise. Under sustained overload the newest caller is the one
-    /// most likely still waiting; bursts are still served in order. Off by
-    /// default.
+    /// otherwise. Under heavy overload the newest caller is the one most
+    /// likely still waiting; bursts are still served in order. With
+    /// [`codel`](Config::codel) drops, arrival order gives a lower p99 up
+    /// to about twice the capacity and LIFO a lower one beyond (see
+    /// `BENCHMARKS.md`). Off by default.
     pub fn adaptive_lifo(mut self, on: bool) -> Self {
         self.discipline.lifo = on;
         self
