@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tower::{Service, ServiceExt};
 
-use crate::report::{Report, Tally};
+use crate::report::{phase_reports, Report, Tally, TICK};
 use crate::scenario::{Arrivals, RetryDelay, Scenario, ServiceDist};
 use crate::server::Server;
 
@@ -379,12 +379,11 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
     answered.set(true);
     sim.outstanding.set(sim.outstanding.get() - 1);
     match outcome {
-        Ok(()) if counted => {
-            let second = (arrival - sim.start).as_secs() as usize;
-            sim.tallies[stream]
-                .borrow_mut()
-                .served(done - arrival, done <= deadline, second)
-        }
+        Ok(()) if counted => sim.tallies[stream].borrow_mut().served(
+            done - arrival,
+            done <= deadline,
+            arrival - sim.start,
+        ),
         Ok(()) => {}
         Err(refusal) => {
             if counted {
@@ -500,13 +499,20 @@ impl Sim {
             })
             .collect();
         let all = Tally::merge(&tallies.iter().map(|t| &**t).collect::<Vec<_>>());
+        let ticks_per_second = (Duration::from_secs(1).as_nanos() / TICK.as_nanos()) as usize;
         let timeline = (0..self.scenario.seconds.ceil() as usize)
             .map(|second| crate::report::Second {
                 second: second as u32,
-                served_in_time: all.per_second.get(second).copied().unwrap_or(0),
+                served_in_time: all
+                    .per_tick
+                    .iter()
+                    .skip(second * ticks_per_second)
+                    .take(ticks_per_second)
+                    .sum(),
                 limit: None,
             })
             .collect();
+        let phases = phase_reports(&self.scenario.phases(factor), &all.per_tick);
         Report {
             scenario: self.scenario.name.clone(),
             policy: policy.name().to_string(),
@@ -519,6 +525,7 @@ impl Sim {
             adaptive: None,
             limit_direction_changes: None,
             shedding_transitions: None,
+            phases,
         }
     }
 }

@@ -60,6 +60,62 @@ pub struct Report {
     /// How often the overload controller started or stopped shedding.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shedding_transitions: Option<u32>,
+    /// The stretches between the scenario's events, with how long the
+    /// policy took to serve near the best possible goodput in each.
+    pub phases: Vec<PhaseReport>,
+}
+
+/// One stretch of a run between events, and how fast the policy found its
+/// way in it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseReport {
+    /// When it starts, in seconds from the start of the window.
+    pub start_s: f64,
+    /// When it ends.
+    pub end_s: f64,
+    /// The best goodput possible in it: everything offered, or the
+    /// capacity's worth of it (see [`Phase`](crate::scenario::Phase)).
+    pub ideal_rps: f64,
+    /// How long after its start the policy first served, over half a
+    /// second, at least 90% of `ideal_rps`; `None` if it never did.
+    pub converged_after_s: Option<f64>,
+}
+
+/// How much of the ideal a half-second window must serve to count as
+/// converged.
+const CONVERGED: f64 = 0.9;
+/// The window over which convergence is judged, in ticks.
+const CONVERGENCE_TICKS: usize = 5;
+
+/// When, in each phase, the calls served in time (by tick of arrival)
+/// first reached [`CONVERGED`] of the ideal over [`CONVERGENCE_TICKS`].
+pub(crate) fn phase_reports(
+    phases: &[crate::scenario::Phase],
+    per_tick: &[u64],
+) -> Vec<PhaseReport> {
+    let tick_s = TICK.as_secs_f64();
+    phases
+        .iter()
+        .map(|phase| {
+            let first = (phase.start_s / tick_s).round() as usize;
+            let end = ((phase.end_s / tick_s).round() as usize).max(first);
+            let needed = CONVERGED * phase.ideal_rps * tick_s * CONVERGENCE_TICKS as f64;
+            let converged_at = (first..end.saturating_sub(CONVERGENCE_TICKS - 1).max(first + 1))
+                .find(|&t| {
+                    let served: u64 = (t..t + CONVERGENCE_TICKS)
+                        .map(|i| per_tick.get(i).copied().unwrap_or(0))
+                        .sum();
+                    served as f64 >= needed
+                });
+            PhaseReport {
+                start_s: phase.start_s,
+                end_s: phase.end_s,
+                ideal_rps: (phase.ideal_rps * 10.0).round() / 10.0,
+                converged_after_s: converged_at
+                    .map(|t| ((t - first) as f64 * tick_s * 10.0).round() / 10.0),
+            }
+        })
+        .collect()
 }
 
 /// One second of a run.
@@ -74,11 +130,14 @@ pub struct Second {
     pub limit: Option<u32>,
 }
 
+/// The resolution at which served calls are counted over time.
+pub(crate) const TICK: Duration = Duration::from_millis(100);
+
 /// Tallies a run as it goes.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
-    /// Served in time, by the second of arrival.
-    pub(crate) per_second: Vec<u64>,
+    /// Served in time, by the [`TICK`] of arrival.
+    pub(crate) per_tick: Vec<u64>,
     offered: u64,
     retries: u64,
     late: u64,
@@ -94,12 +153,14 @@ impl Tally {
         }
     }
 
-    pub(crate) fn served(&mut self, latency: Duration, in_time: bool, arrival_second: usize) {
+    /// A call that arrived `arrival` into the window was served.
+    pub(crate) fn served(&mut self, latency: Duration, in_time: bool, arrival: Duration) {
         if in_time {
-            if self.per_second.len() <= arrival_second {
-                self.per_second.resize(arrival_second + 1, 0);
+            let tick = (arrival.as_nanos() / TICK.as_nanos()) as usize;
+            if self.per_tick.len() <= tick {
+                self.per_tick.resize(tick + 1, 0);
             }
-            self.per_second[arrival_second] += 1;
+            self.per_tick[tick] += 1;
             self.latencies_us.push(latency.as_micros() as u64);
         } else {
             self.late += 1;
@@ -116,10 +177,10 @@ impl Tally {
             all.offered += t.offered;
             all.retries += t.retries;
             all.late += t.late;
-            if all.per_second.len() < t.per_second.len() {
-                all.per_second.resize(t.per_second.len(), 0);
+            if all.per_tick.len() < t.per_tick.len() {
+                all.per_tick.resize(t.per_tick.len(), 0);
             }
-            for (a, b) in all.per_second.iter_mut().zip(&t.per_second) {
+            for (a, b) in all.per_tick.iter_mut().zip(&t.per_tick) {
                 *a += b;
             }
             all.latencies_us.extend_from_slice(&t.latencies_us);
@@ -232,8 +293,8 @@ pub fn table(reports: &[Report]) -> String {
 /// the second-by-second goodput and limit.
 pub fn algorithm_table(reports: &[Report]) -> String {
     let mut out = format!(
-        "{:<10} {:>9} {:>8} {:>6} {:>7} {:>9}  per second: served in time / limit\n",
-        "algorithm", "goodput", "p99", "late", "shed", "reversals"
+        "{:<10} {:>9} {:>8} {:>6} {:>7} {:>9}  {:<16}  per second: served in time / limit\n",
+        "algorithm", "goodput", "p99", "late", "shed", "reversals", "converged after"
     );
     for r in reports {
         let seconds: Vec<String> = r
@@ -247,14 +308,23 @@ pub fn algorithm_table(reports: &[Report]) -> String {
                 )
             })
             .collect();
+        let converged: Vec<String> = r
+            .phases
+            .iter()
+            .map(|p| {
+                p.converged_after_s
+                    .map_or("never".into(), |s| format!("{s:.1}s"))
+            })
+            .collect();
         out.push_str(&format!(
-            "{:<10} {:>5.0} rps {:>5.0} ms {:>6} {:>7} {:>9}  {}\n",
+            "{:<10} {:>5.0} rps {:>5.0} ms {:>6} {:>7} {:>9}  {:<16}  {}\n",
             r.adaptive.as_deref().unwrap_or("-"),
             r.total.goodput_rps,
             r.total.p99_ms,
             r.total.late,
             r.total.shed,
             r.limit_direction_changes.unwrap_or(0),
+            converged.join(" "),
             seconds.join(" ")
         ));
     }
@@ -290,6 +360,34 @@ pub fn class_table(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::Phase;
+
+    #[test]
+    fn a_phase_converges_when_half_a_second_serves_ninety_percent_of_its_ideal() {
+        let phases = [
+            Phase {
+                start_s: 0.0,
+                end_s: 1.0,
+                ideal_rps: 100.0,
+            },
+            Phase {
+                start_s: 1.0,
+                end_s: 2.0,
+                ideal_rps: 100.0,
+            },
+        ];
+        // 10 a tick (100 rps) in the first phase; in the second, 2 a tick
+        // for 0.3 s, then 10.
+        let mut per_tick = vec![10; 10];
+        per_tick.extend([2, 2, 2, 10, 10, 10, 10, 10, 10, 10]);
+        let reports = phase_reports(&phases, &per_tick);
+        assert_eq!(reports[0].converged_after_s, Some(0.0));
+        // From 1.1 s: 2 + 2 + 10 + 10 + 10 = 34 of the 45 needed; from
+        // 1.3 s: 50.
+        assert_eq!(reports[1].converged_after_s, Some(0.3));
+        let starved = phase_reports(&phases[..1], &[8; 10]);
+        assert_eq!(starved[0].converged_after_s, None, "80% is not converged");
+    }
 
     #[test]
     fn counts_add_up_and_percentiles_use_nearest_rank() {
@@ -297,9 +395,9 @@ mod tests {
         for i in 1..=100u64 {
             t.offer(i > 95);
             if i <= 90 {
-                t.served(Duration::from_millis(i), true, 0);
+                t.served(Duration::from_millis(i), true, Duration::ZERO);
             } else if i <= 93 {
-                t.served(Duration::from_millis(300), false, 0);
+                t.served(Duration::from_millis(300), false, Duration::ZERO);
             } else if i <= 98 {
                 t.shed("max_wait");
             }

@@ -310,6 +310,18 @@ pub struct Event {
     pub class: Option<String>,
 }
 
+/// A stretch of a scenario between events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    /// When it starts, in seconds from the start of the measured window.
+    pub start_s: f64,
+    /// When it ends.
+    pub end_s: f64,
+    /// The best goodput possible in it: everything offered while the slots'
+    /// time covers it, else the part of the offered calls that it covers.
+    pub ideal_rps: f64,
+}
+
 /// A whole scenario.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -517,6 +529,76 @@ impl Scenario {
         problems
     }
 
+    /// The stretches between events, each with the best goodput possible
+    /// in it at rate factor `factor`.
+    pub fn phases(&self, factor: f64) -> Vec<Phase> {
+        let mut events: Vec<&Event> = self.events.iter().collect();
+        events.sort_by_key(|e| e.at.0);
+        let mut rps: Vec<f64> = self.traffic.iter().map(|t| t.rps * factor).collect();
+        let mut service_factor = vec![1.0; self.traffic.len()];
+        let mut phases = Vec::new();
+        let mut start = 0.0;
+        let mut at = 0;
+        loop {
+            // Events at the same moment make one change.
+            while let Some(e) = events.get(at).filter(|e| e.at.0.as_secs_f64() <= start) {
+                for (i, t) in self.traffic.iter().enumerate() {
+                    if e.class.as_ref().is_some_and(|c| *c != t.class) {
+                        continue;
+                    }
+                    if let Some(f) = e.service_factor {
+                        service_factor[i] = f;
+                    }
+                    if let Some(r) = e.rps {
+                        rps[i] = r * factor;
+                    }
+                }
+                at += 1;
+            }
+            let end = events
+                .get(at)
+                .map_or(self.seconds, |e| e.at.0.as_secs_f64().min(self.seconds));
+            phases.push(Phase {
+                start_s: start,
+                end_s: end,
+                ideal_rps: self.ideal_rps(&rps, &service_factor),
+            });
+            if end >= self.seconds {
+                return phases;
+            }
+            start = end;
+        }
+    }
+
+    /// Everything offered if the slots can serve it, else the share of it
+    /// that the slots' time covers.
+    fn ideal_rps(&self, rps: &[f64], service_factor: &[f64]) -> f64 {
+        let offered: f64 = rps.iter().sum();
+        // Slot-seconds asked for per second.
+        let demand: f64 = self
+            .traffic
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let slots = if self.server.is_some() {
+                    1.0
+                } else {
+                    f64::from(t.weight)
+                };
+                rps[i] * t.service.0.as_secs_f64() * service_factor[i] * slots
+            })
+            .sum();
+        let slots = match &self.server {
+            Some(server) => f64::from(server.workers),
+            None => f64::from(self.limiter.capacity),
+        };
+        if demand <= slots {
+            offered
+        } else {
+            offered * slots / demand
+        }
+    }
+
     /// The service's throughput with every slot busy, for this traffic
     /// mix at its base service times: capacity / Σ(share of calls ×
     /// weight × mean service time).
@@ -552,6 +634,35 @@ mod tests {
         service = "10ms"
         timeout = "100ms"
     "#;
+
+    #[test]
+    fn phases_follow_the_events_and_cap_the_ideal_at_the_slots_time() {
+        let text = format!(
+            "{MINIMAL}
+            [[event]]
+            at = \"0.4s\"
+            service_factor = 8.0
+            [[event]]
+            at = \"0.4s\"
+            rps = 200
+            [[event]]
+            at = \"0.7s\"
+            service_factor = 1.0"
+        );
+        let s = Scenario::from_toml(&text, "t.toml").unwrap();
+        let phases = s.phases(1.0);
+        let bounds: Vec<(f64, f64)> = phases.iter().map(|p| (p.start_s, p.end_s)).collect();
+        assert_eq!(bounds, [(0.0, 0.4), (0.4, 0.7), (0.7, 1.0)]);
+        // 100 rps of 10 ms on 4 slots: all of it. Then 200 rps of 80 ms:
+        // 16 slot-seconds asked of 4, a quarter. Then 200 rps of 10 ms.
+        let ideal: Vec<f64> = phases.iter().map(|p| p.ideal_rps).collect();
+        assert_eq!(ideal, [100.0, 50.0, 200.0]);
+        assert_eq!(
+            s.phases(2.0)[0].ideal_rps,
+            200.0,
+            "the factor scales the rates"
+        );
+    }
 
     #[test]
     fn a_minimal_scenario_has_sane_defaults() {

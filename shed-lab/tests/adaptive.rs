@@ -72,6 +72,11 @@ fn an_adaptive_limit_that_starts_too_low_finds_the_capacity() {
         adaptive.initial = Some(2);
         adaptive.algorithm = algorithm.into();
         let report = run(&scenario, PolicyKind::Shed, 1.0);
+        assert!(
+            report.phases[0].converged_after_s.unwrap() <= 0.5,
+            "{algorithm}: {:?}",
+            report.phases
+        );
         for second in 1..5 {
             assert!(
                 served(&report, second) >= 0.95 * 1200.0,
@@ -221,6 +226,22 @@ fn the_algorithms_can_be_compared_on_one_scenario() {
     assert!(goodput("aimd") > goodput("static"));
     assert!(goodput("vegas") > goodput("static"));
     assert!(goodput("gradient2") > goodput("static"));
+    assert!(table.contains("converged after"), "{table}");
+    // Convergence: the phases are before, during and after the slowdown,
+    // whose ideal goodput is 1,200, 400 and 1,200 rps.
+    for r in &reports {
+        let name = r.adaptive.as_deref().unwrap();
+        let ideal: Vec<f64> = r.phases.iter().map(|p| p.ideal_rps).collect();
+        assert_eq!(ideal, [1200.0, 400.0, 1200.0]);
+        let after: Vec<Option<f64>> = r.phases.iter().map(|p| p.converged_after_s).collect();
+        assert_eq!(after[0], Some(0.0), "{name}: fine before the slowdown");
+        if name == "static" {
+            assert_eq!(after[1], None, "a limit of 64 never finds the bottleneck");
+        } else {
+            assert!(after[1].unwrap() <= 3.0, "{name}: {after:?}");
+            assert!(after[2].unwrap() <= 0.5, "{name}: {after:?}");
+        }
+    }
     // Vegas and Gradient2 follow the slowdown too, and come back after it.
     for name in ["vegas", "gradient2"] {
         let report = reports
