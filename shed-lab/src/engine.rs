@@ -409,7 +409,14 @@ impl Sim {
         let mean = traffic.service.0.as_secs_f64() * self.streams[stream].service_factor.get();
         let seconds = match traffic.service_dist {
             ServiceDist::Const => mean,
-            ServiceDist::Exp => -mean * (1.0 - self.service_rng.borrow_mut().f64()).ln(),
+            // Rounded to whole milliseconds, which keeps the mean: tokio's
+            // timer fires on millisecond ticks, so a fractional sleep
+            // would end at the next tick, and at 5 ms the slots would
+            // serve about 10% less than the scenario's capacity.
+            ServiceDist::Exp => {
+                let drawn = -mean * (1.0 - self.service_rng.borrow_mut().f64()).ln();
+                (drawn * 1000.0).round() / 1000.0
+            }
         };
         Duration::from_secs_f64(seconds)
     }
