@@ -165,21 +165,33 @@ impl LimitAlgorithm for Aimd {
 /// TCP Vegas for request concurrency (as in Netflix concurrency-limits):
 /// estimates the queue inside the service from the ratio of the no-load
 /// latency to the current one, grows while it is short and shrinks when it
-/// is long. The no-load latency is re-learned continuously (see `drift`),
-/// which costs no throughput: the limit is never pinned low to measure it.
+/// is long.
+///
+/// The no-load latency is the lowest window mean, drifting up (see
+/// `drift`) so that a dependency that really got slower becomes the new
+/// normal. Under sustained overload no window is free of queueing, and the
+/// drift alone would accept the queue; so every `probe_every` windows one
+/// window runs at half the limit, and if it completes as many calls, its
+/// latency is the no-load one and the lower limit stays (the same probe as
+/// [`Gradient2`]'s). The limit is never pinned low to measure.
 #[derive(Debug, Clone)]
 pub struct Vegas {
     /// How fast the no-load latency estimate rises per window when no
     /// window is faster (default 0.03).
     pub drift: f64,
+    /// Windows between probes at half the limit (default 10; 0: never).
+    pub probe_every: u32,
     no_load: Option<Duration>,
+    probe: HalfLimitProbe,
 }
 
 impl Default for Vegas {
     fn default() -> Self {
         Self {
             drift: 0.03,
+            probe_every: 10,
             no_load: None,
+            probe: HalfLimitProbe::default(),
         }
     }
 }
@@ -193,7 +205,26 @@ impl LimitAlgorithm for Vegas {
         "vegas"
     }
 
+    fn probe_limit(&mut self, limit: f64) -> Option<f64> {
+        self.probe.start(self.probe_every, limit)
+    }
+
     fn next_limit(&mut self, w: &Window) -> f64 {
+        if w.probe {
+            return match self.probe.finish(w) {
+                // The other half of the concurrency was only queueing:
+                // this latency is the no-load one.
+                ProbeVerdict::Queueing => {
+                    self.no_load = Some(w.avg_latency.max(Duration::from_nanos(1)));
+                    w.limit
+                }
+                ProbeVerdict::Working { restore } => {
+                    self.no_load = self.no_load.map(|d| d.min(w.avg_latency));
+                    restore
+                }
+            };
+        }
+        self.probe.ordinary(w);
         // The no-load latency is the lowest *window mean* seen (the
         // shortest single call says nothing when service times vary: with
         // exponential ones it is near zero, and Vegas would see a queue
@@ -257,9 +288,7 @@ pub struct Gradient2 {
     pub probe_every: u32,
     long: Option<f64>,
     windows: u32,
-    before_probe: Option<f64>,
-    /// Completions of the last ordinary window, to compare a probe with.
-    last_completed: u64,
+    probe: HalfLimitProbe,
 }
 
 impl Default for Gradient2 {
@@ -272,8 +301,7 @@ impl Default for Gradient2 {
             probe_every: 10,
             long: None,
             windows: 0,
-            before_probe: None,
-            last_completed: 0,
+            probe: HalfLimitProbe::default(),
         }
     }
 }
@@ -284,34 +312,26 @@ impl LimitAlgorithm for Gradient2 {
     }
 
     fn probe_limit(&mut self, limit: f64) -> Option<f64> {
-        let due = self.probe_every > 0 && self.windows > 10 && self.windows % self.probe_every == 0;
-        if due && self.before_probe.is_none() {
-            self.before_probe = Some(limit);
-            return Some((limit / 2.0).max(1.0));
-        }
-        None
+        self.probe.start(self.probe_every, limit)
     }
 
     fn next_limit(&mut self, w: &Window) -> f64 {
         let short = w.avg_latency.as_secs_f64().max(1e-9);
-        if w.probe {
-            self.windows += 1;
-            let before = self.before_probe.take().unwrap_or(w.limit);
-            // Half the concurrency completed (nearly) as many calls: the
-            // other half was only queueing inside the service (Little's
-            // law). Keep the lower limit, and its latency as the reference.
-            if w.completed as f64 >= 0.95 * self.last_completed as f64 {
-                self.long = Some(short);
-                return w.limit;
-            }
-            // Fewer completions: the concurrency was doing work. Restore.
-            if let Some(long) = self.long {
-                self.long = Some(long.min(short));
-            }
-            return before;
-        }
         self.windows += 1;
-        self.last_completed = w.completed;
+        if w.probe {
+            return match self.probe.finish(w) {
+                // The lower limit stays, and its latency is the reference.
+                ProbeVerdict::Queueing => {
+                    self.long = Some(short);
+                    w.limit
+                }
+                ProbeVerdict::Working { restore } => {
+                    self.long = self.long.map(|long| long.min(short));
+                    restore
+                }
+            };
+        }
+        self.probe.ordinary(w);
         let long = match self.long {
             // Warm-up: a plain average of the first ten windows.
             Some(long) if self.windows <= 10 => long + (short - long) / f64::from(self.windows),
@@ -331,6 +351,63 @@ impl LimitAlgorithm for Gradient2 {
         let gradient = (self.tolerance * long / short).clamp(0.5, 1.0);
         let next = w.limit * gradient + self.queue_size;
         w.limit * (1.0 - self.smoothing) + next * self.smoothing
+    }
+}
+
+/// The safe re-probe shared by Vegas and Gradient2: every so many windows
+/// in which the limit is in use, run one window at half the limit. If it
+/// completes (nearly) as many calls as the window before, the other half
+/// of the concurrency was only queueing inside the service (Little's law),
+/// and the lower limit and its latency are the truth; otherwise the
+/// concurrency was doing work, and the limit comes back. Never lower than
+/// half, and for one window only: the service is never pinned to a tiny
+/// limit (Envoy's weakness). A service that uses little of its limit passes
+/// the probe, so its limit follows what it uses, ready for a slowdown.
+#[derive(Debug, Clone, Default)]
+struct HalfLimitProbe {
+    /// Ordinary windows since the last probe.
+    windows_since: u32,
+    /// The limit before the running probe.
+    before: Option<f64>,
+    /// Completions per ordinary window, smoothed.
+    completed: Option<f64>,
+}
+
+enum ProbeVerdict {
+    /// As many completions at half the limit: keep it.
+    Queueing,
+    /// Fewer: go back to `restore`.
+    Working { restore: f64 },
+}
+
+impl HalfLimitProbe {
+    fn start(&mut self, every: u32, limit: f64) -> Option<f64> {
+        if every == 0 || self.before.is_some() || self.windows_since < every {
+            return None;
+        }
+        self.windows_since = 0;
+        self.before = Some(limit);
+        Some((limit / 2.0).max(1.0))
+    }
+
+    fn ordinary(&mut self, w: &Window) {
+        // Smoothed over a few windows: one window's count is too noisy to
+        // judge a probe by.
+        self.completed = match self.completed {
+            Some(c) => c + (w.completed as f64 - c) * 0.3,
+            None => w.completed as f64,
+        }
+        .into();
+        self.windows_since += 1;
+    }
+
+    fn finish(&mut self, w: &Window) -> ProbeVerdict {
+        let restore = self.before.take().unwrap_or(w.limit);
+        if w.completed as f64 >= 0.95 * self.completed.unwrap_or(0.0) {
+            ProbeVerdict::Queueing
+        } else {
+            ProbeVerdict::Working { restore }
+        }
     }
 }
 
@@ -516,6 +593,30 @@ mod tests {
             shrunk < 20.0,
             "latency 4x the no-load: a queue of 15: {shrunk}"
         );
+    }
+
+    #[test]
+    fn vegas_learns_the_no_load_latency_from_a_probe_that_completes_as_many() {
+        let mut vegas = Vegas::default();
+        // Under sustained overload every window shows 40 ms: the drift
+        // would take it for the no-load latency.
+        let mut probe = None;
+        for _ in 0..20 {
+            probe = vegas.probe_limit(40.0);
+            if probe.is_some() {
+                break;
+            }
+            vegas.next_limit(&window(40, 40.0, 40));
+        }
+        assert_eq!(probe, Some(20.0), "one window at half the limit");
+        let as_many = Window {
+            probe: true,
+            ..window(10, 20.0, 20)
+        };
+        assert_eq!(vegas.next_limit(&as_many), 20.0, "the lower limit stays");
+        assert_eq!(vegas.no_load, Some(Duration::from_millis(10)));
+        // Back at 40 ms, it now sees the queue and shrinks.
+        assert!(vegas.next_limit(&window(40, 20.0, 20)) < 20.0);
     }
 
     #[test]
