@@ -13,6 +13,7 @@
 use tokio::time::Instant;
 
 use super::discipline::{Codel, Discipline};
+use super::load::Reading;
 use super::queue::{End, Status, WaitQueue, Waiter};
 use super::state::{AdmissionWord, FastTake, Snapshot};
 use crate::class::ClassState;
@@ -192,8 +193,13 @@ impl Core {
             if self.piling_up_behind_old_waiter(queue, codel, now) {
                 queue.codel.overflowed(now);
             }
-            let (admitted, queued) = (self.word.load().admitted, queue.len() as u64);
-            queue.codel.update(codel, now, admitted, queued);
+            let word = self.word.load();
+            let reading = Reading {
+                admitted: word.admitted,
+                queued: queue.len() as u64,
+                capacity: word.capacity,
+            };
+            queue.codel.update(codel, now, reading);
         }
         let ranks = queue.by_rank.len();
         for floors_only in [true, false] {

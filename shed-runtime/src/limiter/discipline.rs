@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::load::LoadMeter;
+use super::load::{LoadMeter, Reading};
 
 /// Parameters of the standing-queue controls.
 ///
@@ -86,10 +86,9 @@ impl CodelState {
         self.last_overflow = Some(now);
     }
 
-    /// Re-evaluates whether the queue stands, given the admission count
-    /// so far (wrapping) and the number of waiters.
-    pub(crate) fn update(&mut self, codel: &Codel, now: Instant, admitted: u64, queued: u64) {
-        self.load.observe(codel.interval, now, admitted, queued);
+    /// Re-evaluates whether the queue stands.
+    pub(crate) fn update(&mut self, codel: &Codel, now: Instant, reading: Reading) {
+        self.load.observe(codel.interval, now, reading);
         let overflowed = self
             .last_overflow
             .is_some_and(|at| now.saturating_duration_since(at) < codel.interval);
@@ -114,19 +113,35 @@ impl CodelState {
 mod tests {
     use super::*;
 
+    fn idle() -> Reading {
+        Reading {
+            admitted: 0,
+            queued: 0,
+            capacity: 8,
+        }
+    }
+
+    fn queue_of_8(admitted: u64) -> Reading {
+        Reading {
+            admitted,
+            queued: 8,
+            capacity: 8,
+        }
+    }
+
     #[test]
     fn before_any_saturation_the_queue_stands_from_an_overflow_until_an_interval_without_one() {
         let codel = Codel::default();
         let start = Instant::now();
         let mut state = CodelState::default();
-        state.update(&codel, start, 0, 0);
+        state.update(&codel, start, idle());
         assert!(!state.is_standing(), "a queue alone is a burst");
         state.overflowed(start);
-        state.update(&codel, start + Duration::from_millis(1), 0, 0);
+        state.update(&codel, start + Duration::from_millis(1), idle());
         assert!(state.is_standing());
         assert!(state.drops(&codel, Duration::from_millis(11)));
         assert!(!state.drops(&codel, Duration::from_millis(10)));
-        state.update(&codel, start + codel.interval, 0, 0);
+        state.update(&codel, start + codel.interval, idle());
         assert!(!state.is_standing(), "no overflow for an interval");
     }
 
@@ -149,7 +164,7 @@ mod tests {
             if overflow {
                 state.overflowed(*now);
             }
-            state.update(&codel, *now, *admitted, 8);
+            state.update(&codel, *now, queue_of_8(*admitted));
         }
     }
 
@@ -157,7 +172,7 @@ mod tests {
     fn an_overflow_at_the_capacity_does_not_make_the_queue_stand() {
         let (mut now, mut admitted) = (Instant::now(), 0);
         let mut state = CodelState::default();
-        state.update(&Codel::default(), now, admitted, 8);
+        state.update(&Codel::default(), now, queue_of_8(admitted));
         windows(&mut state, (&mut now, &mut admitted), 10, (160, 160, true));
         assert!(!state.is_standing(), "as many arrive as are served");
     }
@@ -166,7 +181,7 @@ mod tests {
     fn sustained_overload_stands_until_the_load_falls_back() {
         let (mut now, mut admitted) = (Instant::now(), 0);
         let mut state = CodelState::default();
-        state.update(&Codel::default(), now, admitted, 8);
+        state.update(&Codel::default(), now, queue_of_8(admitted));
         // 1.2x, with overflows.
         windows(&mut state, (&mut now, &mut admitted), 3, (192, 160, true));
         assert!(state.is_standing());

@@ -26,6 +26,18 @@ use super::state::admissions_between;
 /// the next, and by about 3% smoothed.
 const SMOOTHING: f64 = 0.2;
 
+/// What the dispatcher reads when it looks at the load.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reading {
+    /// Admissions so far (wrapping).
+    pub(crate) admitted: u64,
+    /// Waiters now.
+    pub(crate) queued: u64,
+    /// The limiter's capacity: at most this many admissions of a window
+    /// can come from slots that were already free when it opened.
+    pub(crate) capacity: u64,
+}
+
 /// Measures the offered load in windows of the standing-queue interval.
 #[derive(Debug, Default)]
 pub(crate) struct LoadMeter {
@@ -64,9 +76,13 @@ impl LoadMeter {
         }
     }
 
-    /// Closes the current window once `length` has passed, given the
-    /// admission count so far (wrapping) and the number of waiters now.
-    pub(crate) fn observe(&mut self, length: Duration, now: Instant, admitted: u64, queued: u64) {
+    /// Closes the current window once `length` has passed.
+    pub(crate) fn observe(&mut self, length: Duration, now: Instant, reading: Reading) {
+        let Reading {
+            admitted,
+            queued,
+            capacity,
+        } = reading;
         let open_new = |now| Window {
             opened: now,
             admitted_at_open: admitted,
@@ -92,8 +108,9 @@ impl LoadMeter {
             (None, false) => Some(served_rate),
             (Some(rate), false) => Some(smooth(rate, served_rate)),
             // Slots may have idled: the window only shows that the
-            // saturated throughput is at least what was served.
-            (Some(rate), true) => Some(rate.max(served_rate)),
+            // saturated throughput is at least what was served, less what
+            // slots free at its start took in at once.
+            (Some(rate), true) => Some(rate.max((served - capacity as f64).max(0.0) / seconds)),
             (None, true) => None,
         };
         if let Some(rate) = self.saturated_rate.filter(|r| *r > 0.0) {
@@ -122,6 +139,15 @@ mod tests {
 
     const WINDOW: Duration = Duration::from_millis(100);
 
+    /// Five waiters and 8 slots.
+    fn reading(admitted: u64) -> Reading {
+        Reading {
+            admitted,
+            queued: 5,
+            capacity: 8,
+        }
+    }
+
     /// Feeds `windows` windows in which `arrived` calls arrive and
     /// `served` are admitted, the rest being refused from a queue that
     /// never drains (or drains, if `drained`).
@@ -141,14 +167,14 @@ mod tests {
             }
             *admitted += served;
             *now += WINDOW;
-            meter.observe(WINDOW, *now, *admitted, 5);
+            meter.observe(WINDOW, *now, reading(*admitted));
         }
     }
 
     #[test]
     fn the_load_is_arrivals_over_the_saturated_throughput() {
         let (mut meter, mut now, mut admitted) = (LoadMeter::default(), Instant::now(), 0);
-        meter.observe(WINDOW, now, admitted, 5);
+        meter.observe(WINDOW, now, reading(admitted));
         assert_eq!(meter.load(), None, "no window closed yet");
         // 1.5x: 240 arrive per window, 160 are served.
         run(&mut meter, &mut now, &mut admitted, 20, (240, 160, false));
@@ -163,15 +189,19 @@ mod tests {
     #[test]
     fn idle_windows_do_not_lower_the_saturated_throughput() {
         let (mut meter, mut now, mut admitted) = (LoadMeter::default(), Instant::now(), 0);
-        meter.observe(WINDOW, now, admitted, 5);
+        meter.observe(WINDOW, now, reading(admitted));
         run(&mut meter, &mut now, &mut admitted, 3, (80, 80, true));
         assert_eq!(meter.load(), None, "never saturated: nothing known");
         run(&mut meter, &mut now, &mut admitted, 1, (160, 160, false));
         run(&mut meter, &mut now, &mut admitted, 10, (80, 80, true));
         assert!((meter.saturated_rate.unwrap() - 1600.0).abs() < 1.0);
+        // A drained window that took in 168 (8 of them into slots free at
+        // its start) says nothing new.
+        run(&mut meter, &mut now, &mut admitted, 1, (168, 168, true));
+        assert!((meter.saturated_rate.unwrap() - 1600.0).abs() < 1.0);
         // Served more than thought possible while draining: the estimate
         // was stale, and is raised.
-        run(&mut meter, &mut now, &mut admitted, 1, (200, 200, true));
+        run(&mut meter, &mut now, &mut admitted, 1, (208, 208, true));
         assert!((meter.saturated_rate.unwrap() - 2000.0).abs() < 1.0);
     }
 
@@ -180,9 +210,9 @@ mod tests {
         let mut meter = LoadMeter::default();
         let now = Instant::now();
         let last_before_wrapping = (1u64 << super::super::state::ADMITTED_BITS) - 1;
-        meter.observe(WINDOW, now, last_before_wrapping - 49, 5);
+        meter.observe(WINDOW, now, reading(last_before_wrapping - 49));
         // 50 admissions to wrap to zero, then 110 more.
-        meter.observe(WINDOW, now + WINDOW, 110, 5);
+        meter.observe(WINDOW, now + WINDOW, reading(110));
         assert!((meter.saturated_rate.unwrap() - 1600.0).abs() < 1.0);
     }
 }
