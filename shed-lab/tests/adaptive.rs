@@ -16,6 +16,18 @@ fn served(report: &Report, second: usize) -> f64 {
     report.timeline[second].served_in_time as f64
 }
 
+/// Every second of `seconds` served at least `at_least` calls in time.
+fn assert_serves(name: &str, report: &Report, seconds: std::ops::Range<usize>, at_least: f64) {
+    for second in seconds {
+        assert!(
+            served(report, second) >= at_least,
+            "{name}: second {second}: {} < {at_least}: {:?}",
+            served(report, second),
+            report.timeline
+        );
+    }
+}
+
 #[test]
 fn an_adaptive_limit_follows_a_slowdown_down_and_the_recovery_back_up() {
     let scenario = preset("bottleneck-slowdown");
@@ -23,22 +35,9 @@ fn an_adaptive_limit_follows_a_slowdown_down_and_the_recovery_back_up() {
     let reduced_capacity = 8.0 / 0.020; // 8 workers at 20 ms
     let offered = 1200.0; // below the full capacity of 1,600 rps
                           // Converged within two seconds of the slowdown (5 s), held until 10 s.
-    for second in 7..10 {
-        assert!(
-            served(&report, second) >= 0.9 * reduced_capacity,
-            "second {second}: {} of {reduced_capacity}: {:?}",
-            served(&report, second),
-            report.timeline
-        );
-    }
+    assert_serves("aimd", &report, 7..10, 0.9 * reduced_capacity);
     // Back to serving everything within a second of the recovery (10 s).
-    for second in 11..16 {
-        assert!(
-            served(&report, second) >= 0.95 * offered,
-            "second {second}: {:?}",
-            report.timeline
-        );
-    }
+    assert_serves("aimd", &report, 11..16, 0.95 * offered);
     let limits: Vec<u32> = report.timeline.iter().filter_map(|s| s.limit).collect();
     assert!(
         limits[7] < 32,
@@ -74,13 +73,7 @@ fn assert_follows_slowdown(name: &str, report: &Report, reduced_capacity: f64) {
         "{name}: {mean} a second: {:?}",
         report.timeline
     );
-    for second in seconds {
-        assert!(
-            served(report, second) >= 0.8 * reduced_capacity,
-            "{name}: second {second}: {:?}",
-            report.timeline
-        );
-    }
+    assert_serves(name, report, seconds, 0.8 * reduced_capacity);
 }
 
 #[test]
@@ -100,13 +93,7 @@ fn under_overload_every_adaptive_limit_follows_a_slowdown_and_serves_full_capaci
         assert_follows_slowdown(name, report, 400.0);
         // Back to at least 95% of the full capacity within a second of
         // the recovery (10 s), and for the rest of the run.
-        for second in 11..16 {
-            assert!(
-                served(report, second) >= 0.95 * 1600.0,
-                "{name}: second {second}: {:?}",
-                report.timeline
-            );
-        }
+        assert_serves(name, report, 11..16, 0.95 * 1600.0);
         assert_no_flapping(report, 80);
     }
 }
@@ -124,13 +111,7 @@ fn an_adaptive_limit_that_starts_too_low_finds_the_capacity() {
             "{algorithm}: {:?}",
             report.phases
         );
-        for second in 1..5 {
-            assert!(
-                served(&report, second) >= 0.95 * 1200.0,
-                "{algorithm}: {:?}",
-                report.timeline
-            );
-        }
+        assert_serves(algorithm, &report, 1..5, 0.95 * 1200.0);
     }
 }
 
@@ -296,13 +277,7 @@ fn the_algorithms_can_be_compared_on_one_scenario() {
             .find(|r| r.adaptive.as_deref() == Some(name))
             .unwrap();
         assert_follows_slowdown(name, report, 400.0);
-        for second in 11..16 {
-            assert!(
-                served(report, second) >= 0.95 * 1200.0,
-                "{name}: {:?}",
-                report.timeline
-            );
-        }
+        assert_serves(name, report, 11..16, 0.95 * 1200.0);
     }
     for report in &reports {
         assert_no_flapping(report, 40);
