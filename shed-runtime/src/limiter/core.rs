@@ -169,6 +169,8 @@ impl Core {
         match waiter.status() {
             Status::Pending => {
                 queue.remove(waiter);
+                // It arrived and was not served: the load counts it.
+                queue.codel.load.refused();
             }
             Status::Granted => {
                 self.classes[waiter.class].give_back(waiter.weight);

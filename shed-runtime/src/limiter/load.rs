@@ -57,7 +57,8 @@ struct Window {
     opened: Instant,
     admitted_at_open: u64,
     queued_at_open: u64,
-    /// Waiters refused from the queue (out of time or room) in the window.
+    /// Waiters that left the queue unserved in the window: refused (out
+    /// of time or room) or abandoned by their caller.
     refused: u64,
     /// Whether the queue was empty at some point in the window, so that
     /// slots may have idled and the window says nothing about saturation.
@@ -65,7 +66,8 @@ struct Window {
 }
 
 impl LoadMeter {
-    /// A waiter left the queue refused: it arrived, but was not served.
+    /// A waiter left the queue refused, or its caller gave up waiting: it
+    /// arrived, but was not served.
     pub(crate) fn refused(&mut self) {
         if let Some(window) = &mut self.window {
             window.refused += 1;
