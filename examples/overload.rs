@@ -12,108 +12,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use shed_lab::{report, PolicyKind, Report, Scenario};
-
-const USAGE: &str = "usage: overload [SCENARIO.toml] [--policy none|reject-when-full|queue-wait|shed] [--compare] [--algorithms] [--sweep 0.5,1,2,3] [--seeds 0..16] [--json] [--plot FILE.svg]";
-
-struct Args {
-    scenario: PathBuf,
-    policies: Vec<PolicyKind>,
-    factors: Vec<f64>,
-    json: bool,
-    plot: Option<PathBuf>,
-    algorithms: bool,
-    seeds: Option<std::ops::Range<u64>>,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut scenario = None;
-    let mut policy = None;
-    let mut compare = false;
-    let mut factors = None;
-    let mut json = false;
-    let mut plot = None;
-    let mut algorithms = false;
-    let mut seeds = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
-        match arg.as_str() {
-            "--policy" => policy = Some(value("--policy")?.parse::<PolicyKind>()?),
-            "--compare" => compare = true,
-            "--sweep" => {
-                let list = value("--sweep")?;
-                let parsed: Result<Vec<f64>, _> =
-                    list.split(',').map(|f| f.trim().parse::<f64>()).collect();
-                match parsed {
-                    Ok(fs) if !fs.is_empty() && fs.iter().all(|f| *f > 0.0 && f.is_finite()) => {
-                        factors = Some(fs)
-                    }
-                    _ => {
-                        return Err(format!(
-                            "--sweep takes positive factors like 0.5,1,2,3, got `{list}`"
-                        ))
-                    }
-                }
-            }
-            "--json" => json = true,
-            "--algorithms" => algorithms = true,
-            "--seeds" => {
-                let range = value("--seeds")?;
-                let parsed = range.split_once("..").and_then(|(a, b)| {
-                    Some(a.trim().parse::<u64>().ok()?..b.trim().parse::<u64>().ok()?)
-                });
-                match parsed {
-                    Some(r) if !r.is_empty() => seeds = Some(r),
-                    _ => {
-                        return Err(format!(
-                            "--seeds takes a range of seeds like 0..16 (the end excluded), got `{range}`"
-                        ))
-                    }
-                }
-            }
-            "--plot" => plot = Some(PathBuf::from(value("--plot")?)),
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            flag if flag.starts_with('-') => return Err(format!("unknown flag `{flag}`\n{USAGE}")),
-            path if scenario.is_none() => scenario = Some(PathBuf::from(path)),
-            extra => return Err(format!("unexpected argument `{extra}`\n{USAGE}")),
-        }
-    }
-    let no_arguments = scenario.is_none() && policy.is_none() && factors.is_none() && !compare;
-    let scenario = scenario.unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/scenarios/seed-asyncio.toml")
-    });
-    let policies = match (policy, compare || no_arguments || factors.is_some()) {
-        (Some(p), false) => vec![p],
-        (Some(_), true) if compare => {
-            return Err("--policy and --compare exclude each other".into())
-        }
-        (Some(p), true) => vec![p],
-        (None, true) => PolicyKind::ALL.to_vec(),
-        (None, false) => vec![PolicyKind::Shed],
-    };
-    if seeds.is_some() && (algorithms || plot.is_some() || policy.is_some() || compare) {
-        return Err(
-            "--seeds compares the shed policy with both anchors; it takes --sweep and --json only"
-                .into(),
-        );
-    }
-    if plot.is_some() && factors.is_none() {
-        return Err("--plot draws a sweep: add --sweep 0.5,1,2,3".into());
-    }
-    Ok(Args {
-        scenario,
-        policies,
-        factors: factors.unwrap_or_else(|| vec![1.0]),
-        json,
-        plot,
-        algorithms,
-        seeds,
-    })
-}
+use shed_lab::{report, Report, Scenario};
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
+    let default_scenario =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/scenarios/seed-asyncio.toml");
+    let args = match shed_lab::cli::parse(std::env::args().skip(1), default_scenario) {
         Ok(args) => args,
         Err(message) => {
             eprintln!("{message}");

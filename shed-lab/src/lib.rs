@@ -26,6 +26,7 @@
 //! assert_eq!(shed.total.late, 0);
 //! ```
 
+pub mod cli;
 mod engine;
 pub mod plot;
 pub mod report;
