@@ -136,7 +136,10 @@ async fn deadlines_learned_from_service_times_refuse_calls_that_cannot_finish() 
         limiter.scope(pay(1)).await.unwrap();
     }
     let policy = shed::policies().get("checkout::pay").unwrap();
-    assert_eq!(policy.expected_service(), Some(Duration::from_millis(20)));
+    assert_eq!(
+        limiter.expected_service(policy),
+        Some(Duration::from_millis(20))
+    );
     let refused = limiter
         .scope(shed::with_timeout(Duration::from_millis(10), pay(2)))
         .await

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::limiter::state::ClassWord;
+use crate::limiter::state::{ClassTake, ClassWord};
 use crate::metrics::ClassCounters;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
@@ -224,31 +224,57 @@ impl ClassState {
         (before + u64::from(fraction)) / full > before / full
     }
 
-    /// Takes `weight` from the class's share of `capacity`, if it has room.
+    /// Takes `weight` from the class's share of `capacity`, if it has room
+    /// and, when `yield_to_waiters`, no waiters of its own to yield to.
+    /// The residual class has no share to enforce and no waiters flag: its
+    /// waiters are held back by the limiter's own flag.
     #[inline]
-    pub(crate) fn try_take(&self, weight: u64, capacity: u64) -> bool {
-        !self.tracked || self.word.try_take(weight, self.limit(capacity))
-    }
-
-    /// Undoes a `try_take` whose admission did not go through.
-    #[inline]
-    pub(crate) fn untake(&self, weight: u64) {
+    pub(crate) fn try_take(&self, weight: u64, capacity: u64, yield_to_waiters: bool) -> ClassTake {
         if self.tracked {
-            self.word.untake(weight);
+            self.word
+                .try_take(weight, self.limit(capacity), yield_to_waiters)
+        } else {
+            ClassTake::Taken
         }
     }
 
-    pub(crate) fn take_unchecked(&self, weight: u64) {
+    /// Undoes a `try_take` whose admission did not go through; returns
+    /// whether the class has waiters (whom the undone take may have kept
+    /// out).
+    #[inline]
+    pub(crate) fn untake(&self, weight: u64) -> bool {
+        self.tracked && self.word.untake(weight)
+    }
+
+    /// Counts `weight` whatever the share (observe mode); returns whether
+    /// it was counted (see [`ClassWord::take_unchecked`]).
+    pub(crate) fn take_unchecked(&self, weight: u64) -> bool {
+        !self.tracked || self.word.take_unchecked(weight)
+    }
+
+    /// Gives `weight` back; returns whether the class has waiters.
+    #[inline]
+    pub(crate) fn give_back(&self, weight: u64) -> bool {
+        self.tracked && self.word.give_back(weight)
+    }
+
+    /// Sets or clears the class's waiters flag (tracked classes only; under
+    /// the queue lock).
+    pub(crate) fn set_waiters(&self, waiters: bool) {
         if self.tracked {
-            self.word.take_unchecked(weight);
+            self.word.set_waiters(waiters);
         }
     }
 
-    #[inline]
-    pub(crate) fn give_back(&self, weight: u64) {
-        if self.tracked {
-            self.word.give_back(weight);
-        }
+    /// Whether the class's waiters flag is set.
+    #[cfg(test)]
+    pub(crate) fn has_waiters_flag(&self) -> bool {
+        self.tracked && self.word.has_waiters()
+    }
+
+    /// Whether this class can be held back by its own share.
+    pub(crate) fn is_tracked(&self) -> bool {
+        self.tracked
     }
 
     /// `(in_flight, admitted modulo 2^CLASS_ADMITTED_BITS)` of a tracked

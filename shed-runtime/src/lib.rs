@@ -12,6 +12,7 @@ mod class;
 mod config;
 mod context;
 mod deadline;
+mod estimate;
 #[cfg(feature = "http")]
 pub mod http;
 mod limiter;

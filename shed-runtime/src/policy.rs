@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use serde::ser::SerializeStruct;
 
+use crate::estimate::ServiceEstimate;
+
 /// The admission policy of one guarded fn: what its `#[shed(...)]`
 /// attribute says, where it is, and what has been learned about it.
 ///
@@ -103,9 +105,10 @@ impl Policy {
         self.line
     }
 
-    /// The service time learned from the fn's completed calls, if any.
+    /// The service time the process-wide limiter learned from the fn's
+    /// completed calls, if any.
     pub fn expected_service(&self) -> Option<Duration> {
-        self.stats.expected_service()
+        self.stats.global_service.get()
     }
 }
 
@@ -140,59 +143,24 @@ impl serde::Serialize for Policy {
     }
 }
 
-/// What a fn has taught the limiter, updated without locks.
+/// What a fn has taught the limiters, updated without locks.
 pub(crate) struct PolicyStats {
-    /// Moving average of the service time in nanoseconds; 0 until the first
-    /// observation.
-    service_nanos: AtomicU64,
+    /// The service time the process-wide limiter learned; other limiters
+    /// keep theirs in a table of their own (see `limiter::Learned`), so
+    /// that limiters stay independent.
+    pub(crate) global_service: ServiceEstimate,
     /// `(limiter id << 32) | class index`, cached so that a call does not
     /// look its class up by name; `u64::MAX` until resolved.
     binding: AtomicU64,
 }
 
 const UNBOUND: u64 = u64::MAX;
-/// The weight of a new observation in the moving average: 1/8.
-const EWMA_SHIFT: u32 = 3;
 
 impl PolicyStats {
     pub(crate) const fn new() -> Self {
         Self {
-            service_nanos: AtomicU64::new(0),
+            global_service: ServiceEstimate::new(),
             binding: AtomicU64::new(UNBOUND),
-        }
-    }
-
-    pub(crate) fn expected_service(&self) -> Option<Duration> {
-        match self.service_nanos.load(Ordering::Relaxed) {
-            0 => None,
-            nanos => Some(Duration::from_nanos(nanos)),
-        }
-    }
-
-    /// Folds one observed service time into the moving average. Concurrent
-    /// updates may overwrite each other; an estimate loses nothing by it.
-    pub(crate) fn observe(&self, took: Duration) {
-        let sample = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX).max(1);
-        let old = self.service_nanos.load(Ordering::Relaxed);
-        let new = if old == 0 {
-            sample
-        } else if sample >= old {
-            old + ((sample - old) >> EWMA_SHIFT)
-        } else {
-            old - ((old - sample) >> EWMA_SHIFT)
-        };
-        self.service_nanos.store(new.max(1), Ordering::Relaxed);
-    }
-
-    /// Lowers the estimate by 1/64 after a call was refused because of it.
-    /// A refused call yields no observation, so without this a fn whose
-    /// service time recovered would be refused forever on an old estimate;
-    /// the more calls are refused, the sooner one is let through to probe.
-    pub(crate) fn decay(&self) {
-        let old = self.service_nanos.load(Ordering::Relaxed);
-        if old > 0 {
-            self.service_nanos
-                .store((old - (old >> 6)).max(1), Ordering::Relaxed);
         }
     }
 

@@ -64,19 +64,26 @@ impl Admission {
         }
     }
 
+    /// The timer a waiter needs, made before it is queued: creating one
+    /// panics outside a tokio runtime with timers, and a panic after
+    /// queueing would leave a waiter that nobody takes its slots from.
+    pub(crate) fn timer(gives_up: Instant) -> Pin<Box<Sleep>> {
+        Box::pin(tokio::time::sleep_until(gives_up))
+    }
+
     pub(crate) fn waiting(
         held: Held,
         waiter: Arc<Waiter>,
+        timer: Pin<Box<Sleep>>,
         name: &'static str,
         expected: Duration,
         stats: Option<&'static PolicyStats>,
     ) -> Self {
-        let gives_up = waiter.gives_up.map_or_else(far_future, |(at, _)| at);
         Self {
             state: State::Waiting(Box::new(Wait {
                 held,
                 waiter,
-                timer: Box::pin(tokio::time::sleep_until(gives_up)),
+                timer,
                 name,
                 expected,
                 stats,
@@ -111,10 +118,6 @@ impl Admission {
     }
 }
 
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(86_400 * 365)
-}
-
 impl Wait {
     fn outcome(&mut self, status: Status) -> Result<Permit, Rejected> {
         self.done = true;
@@ -142,12 +145,13 @@ fn outcome(
     match status {
         Status::Granted => {
             let now = Instant::now();
+            // The permit first: if recording panics, dropping it gives the
+            // granted slots back.
+            let permit = Permit::new(held.clone(), class, waiter.weight, Some(now), stats)
+                .with_deadline(waiter.deadline);
             let counters = &held.core.classes[class].counters;
             counters.record_queue_wait(now.saturating_duration_since(waiter.arrived));
-            Ok(
-                Permit::new(held.clone(), class, waiter.weight, Some(now), stats)
-                    .with_deadline(waiter.deadline),
-            )
+            Ok(permit)
         }
         Status::Refused(reason) => Err(held.rejected(class, reason, name, expected)),
         Status::Pending => unreachable!("a settled waiter is never pending"),

@@ -6,16 +6,31 @@
 //!   exceeds its share, except transiently after the capacity is lowered;
 //! - a waiter is granted, refused or removed exactly once, always under the
 //!   queue lock, and every grant is matched by exactly one release;
-//! - the `waiters` flag of the admission word is set whenever the queue is
-//!   not empty, so the lock-free fast path never overtakes a waiter and a
-//!   release always notices that somebody must be woken.
+//! - a class's waiters flag is set whenever it has queued waiters, from
+//!   before any dispatch looks at the new waiter: the fast path of that
+//!   class never overtakes them, and a release (or an undone take) of that
+//!   class always notices that somebody may now fit;
+//! - the limiter's waiters flag is set from the start of every dispatch
+//!   that finds the queue non-empty until a dispatch finds that every
+//!   remaining waiter is held back by its own class's share. So a waiter
+//!   that the limiter's capacity keeps out is never overtaken by the fast
+//!   path, and every release after it was looked at notices it; a waiter
+//!   held back only by its class's share holds nobody else up (no slow
+//!   path for the other classes) and is woken through its class's flag.
+//!
+//! Why a flag read after a change always sees a waiter that the change may
+//! let in: every word is only changed by read-modify-writes (`SeqCst`), and
+//! a dispatcher sets the flag before it reads the word for the waiter. If
+//! the dispatcher's read saw the word before a release or an undone take,
+//! that change comes later in the word's modification order than the flag,
+//! so the value it returns has the flag set, and its caller dispatches.
 
 use tokio::time::Instant;
 
 use super::discipline::{Codel, Discipline};
 use super::load::Reading;
 use super::queue::{End, Status, WaitQueue, Waiter};
-use super::state::{AdmissionWord, FastTake, Snapshot};
+use super::state::{AdmissionWord, ClassTake, FastTake, Snapshot};
 use crate::class::ClassState;
 use crate::rejected::Reason;
 use crate::sync::{lock, Arc, Mutex, MutexGuard};
@@ -82,17 +97,16 @@ impl Core {
     #[inline]
     pub(crate) fn try_acquire(&self, class: usize, weight: u64) -> Option<u64> {
         let capacity = self.word.capacity();
-        let class = &self.classes[class];
-        if !class.try_take(weight, capacity) {
+        let state = &self.classes[class];
+        if state.try_take(weight, capacity, true) != ClassTake::Taken {
             return None;
         }
         match self.word.try_take_uncontended(weight, capacity) {
             FastTake::Taken { admitted } => Some(admitted),
-            FastTake::Full { waiters } => {
-                class.untake(weight);
-                if waiters {
-                    // Our transient take may have made a dispatcher stop
-                    // short of a waiter that fits: serve it now.
+            FastTake::Full => {
+                if state.untake(weight) {
+                    // While our take stood, a dispatcher may have found this
+                    // class at its share and left a waiter that fits now.
                     let mut queue = lock(&self.queue);
                     self.dispatch(&mut queue);
                 }
@@ -101,10 +115,22 @@ impl Core {
         }
     }
 
-    /// Admits regardless of capacity and shares (observe mode).
-    pub(crate) fn acquire_unchecked(&self, class: usize, weight: u64) {
-        self.classes[class].take_unchecked(weight);
-        self.word.take_unchecked(weight);
+    /// Admits regardless of capacity and shares (observe mode). Returns
+    /// whether the weight is counted in flight: a weight that the counters
+    /// cannot hold is admitted uncounted rather than overflow them.
+    pub(crate) fn acquire_unchecked(&self, class: usize, weight: u64) -> bool {
+        let state = &self.classes[class];
+        if !state.take_unchecked(weight) {
+            return false;
+        }
+        if self.word.take_unchecked(weight) {
+            return true;
+        }
+        if state.untake(weight) {
+            let mut queue = lock(&self.queue);
+            self.dispatch(&mut queue);
+        }
+        false
     }
 
     /// The slow path: queues `waiter` and serves whoever can be served now,
@@ -112,39 +138,55 @@ impl Core {
     /// `Pending` means it waits (and will be woken).
     pub(crate) fn enqueue(&self, waiter: &Arc<Waiter>) -> Status {
         let mut queue = lock(&self.queue);
+        let state = &self.classes[waiter.class];
+        if !state.is_enabled() {
+            // Switched off after the caller checked: `refuse_class` has
+            // emptied the class under this lock already, or will find the
+            // flag off, so a waiter queued now would outlive the switch.
+            self.refuse(waiter, Reason::Disabled);
+            return waiter.status();
+        }
+        let rank = state.spec.rank();
+        let rank_of = |c: usize| self.classes[c].spec.rank();
+        let room_after_evicting = self
+            .queue_bound
+            .saturating_sub(queue.queued_weight() - queue.weight_below(rank_of, rank));
+        if waiter.weight > room_after_evicting {
+            // Even evicting every lower class would not make room: refuse
+            // without evicting anybody.
+            self.refuse_overflow(&mut queue, waiter, Reason::QueueFull);
+            return waiter.status();
+        }
         queue.push(Arc::clone(waiter));
-        self.word.set_waiters(true);
+        if queue.class_flag_changes(waiter.class, true) {
+            state.set_waiters(true);
+        }
         self.dispatch(&mut queue);
         if waiter.status() != Status::Pending {
             return waiter.status();
         }
-        let rank = self.classes[waiter.class].spec.rank();
-        let mut removed_self = false;
+        let mut evicted = false;
         while queue.queued_weight() > self.queue_bound {
-            let rank_of = |c: usize| self.classes[c].spec.rank();
-            match queue.evict_below(rank_of, rank) {
-                Some(victim) => self.refuse_overflow(&mut queue, &victim, Reason::QueueFull),
-                None => {
-                    queue.remove(waiter);
-                    self.refuse_overflow(&mut queue, waiter, Reason::QueueFull);
-                    removed_self = true;
-                    break;
-                }
-            }
+            let victim = queue
+                .evict_below(rank_of, rank)
+                .expect("checked above: lower classes hold enough weight");
+            self.refuse_overflow(&mut queue, &victim, Reason::QueueFull);
+            evicted = true;
         }
-        if removed_self {
-            // The refused arrival may have been the head that blocked others.
+        if evicted {
+            // Evicted waiters may have been heads that held others up.
             self.dispatch(&mut queue);
         }
-        self.settle_flag(&mut queue);
         waiter.status()
     }
 
     /// Gives `weight` back and wakes whoever it lets in.
     #[inline]
     pub(crate) fn release(&self, class: usize, weight: u64) {
-        self.classes[class].give_back(weight);
-        if self.word.give_back(weight) {
+        // The class first: a waiter that the limiter's capacity holds up is
+        // then seen through the limiter's flag by the second write.
+        let class_waiters = self.classes[class].give_back(weight);
+        if self.word.give_back(weight) || class_waiters {
             let mut queue = lock(&self.queue);
             self.dispatch(&mut queue);
         }
@@ -173,6 +215,8 @@ impl Core {
                 queue.codel.load.refused();
             }
             Status::Granted => {
+                // Granted, but the call was gone before it took its
+                // permit: the slots go straight back.
                 self.classes[waiter.class].give_back(waiter.weight);
                 self.word.give_back(waiter.weight);
             }
@@ -185,10 +229,16 @@ impl Core {
     /// floor, then every class by rank. Within a class, waiters are served
     /// in arrival order, or newest first under adaptive LIFO; waiters out
     /// of time (their budget, their deadline, or CoDel's standing-queue
-    /// bound) leave first. A class at its share is skipped; a waiter that
-    /// does not fit in the limiter stops the round, so light calls cannot
-    /// starve a heavy one.
+    /// bound), of a class switched off, or too heavy to ever fit the
+    /// current capacity leave first. A class at its share is skipped; a
+    /// waiter that does not fit in the limiter stops the round, so light
+    /// calls cannot starve a heavy one.
     fn dispatch(&self, queue: &mut MutexGuard<'_, WaitQueue>) {
+        if !queue.is_empty() && !queue.global_flag {
+            // Before any waiter is looked at (see the module docs).
+            queue.global_flag = true;
+            self.word.set_waiters(true);
+        }
         let mut now = LazyNow(None);
         if let Some(codel) = self.discipline.watches() {
             let now = now.get();
@@ -217,8 +267,7 @@ impl Core {
                     let Some(waiter) = queue.peek(c, end).cloned() else {
                         break;
                     };
-                    if let Some(reason) = waiter.gives_up.and_then(|_| waiter.expired_at(now.get()))
-                    {
+                    if let Some(reason) = self.refusal_at_dispatch(&waiter, &mut now) {
                         queue.pop(c, end);
                         self.refuse_overflow(queue, &waiter, reason);
                         continue;
@@ -233,14 +282,28 @@ impl Core {
                         }
                         Grant::NoClassRoom => break,
                         Grant::NoGlobalRoom => {
-                            self.settle_flag(queue);
+                            self.settle_flags(queue, true);
                             return;
                         }
                     }
                 }
             }
         }
-        self.settle_flag(queue);
+        self.settle_flags(queue, false);
+    }
+
+    /// Why `waiter` must leave the queue without being served, if it must:
+    /// its class was switched off, it ran out of time, or it can never fit
+    /// (the capacity fell below its weight while it waited).
+    fn refusal_at_dispatch(&self, waiter: &Waiter, now: &mut LazyNow) -> Option<Reason> {
+        let class = &self.classes[waiter.class];
+        if !class.is_enabled() {
+            return Some(Reason::Disabled);
+        }
+        if let Some(reason) = waiter.gives_up.and_then(|_| waiter.expired_at(now.get())) {
+            return Some(reason);
+        }
+        (waiter.weight > class.limit(self.word.capacity())).then_some(Reason::TooHeavy)
     }
 
     /// Sustained overload, recognised before anyone has run out of budget:
@@ -310,12 +373,16 @@ impl Core {
 
     fn try_grant(&self, waiter: &Waiter) -> Grant {
         let class = &self.classes[waiter.class];
-        if !class.try_take(waiter.weight, self.word.capacity()) {
+        // The dispatcher serves the class's own waiters, so it does not
+        // yield to the class's flag.
+        if class.try_take(waiter.weight, self.word.capacity(), false) != ClassTake::Taken {
             return Grant::NoClassRoom;
         }
         if self.word.try_take_queued(waiter.weight) {
             Grant::Granted
         } else {
+            // Under the lock: a waiter of this class that our take kept out
+            // is this dispatcher's to serve, and it stops here anyway.
             class.untake(waiter.weight);
             Grant::NoGlobalRoom
         }
@@ -353,17 +420,33 @@ impl Core {
         self.refuse(waiter, reason);
     }
 
-    fn settle_flag(&self, queue: &mut WaitQueue) {
+    /// Brings the flags in line with the queue after a dispatch: each
+    /// class's flag says whether it has waiters; the limiter's stays set
+    /// only if a waiter is `blocked_globally` (held up by the capacity, not
+    /// by its class's share).
+    fn settle_flags(&self, queue: &mut WaitQueue, blocked_globally: bool) {
+        for c in 0..self.classes.len() {
+            let waiting = queue.has_waiters(c);
+            if self.classes[c].is_tracked() && queue.class_flag_changes(c, waiting) {
+                self.classes[c].set_waiters(waiting);
+            }
+        }
         if queue.is_empty() {
             queue.codel.load.drained();
-            self.word.set_waiters(false);
+        }
+        let global = blocked_globally && !queue.is_empty();
+        if queue.global_flag != global {
+            queue.global_flag = global;
+            self.word.set_waiters(global);
         }
     }
 
-    /// Changes the capacity and serves waiters the new room lets in.
+    /// Changes the capacity and serves waiters the new room lets in, or
+    /// refuses those that can no longer ever fit.
     pub(crate) fn set_capacity(&self, capacity: u64) {
-        if self.word.set_capacity(capacity) {
-            let mut queue = lock(&self.queue);
+        self.word.set_capacity(capacity);
+        let mut queue = lock(&self.queue);
+        if !queue.is_empty() {
             self.dispatch(&mut queue);
         }
     }
@@ -375,5 +458,81 @@ impl Core {
             self.refuse(&waiter, reason);
         }
         self.dispatch(&mut queue);
+    }
+}
+
+#[cfg(all(test, not(shed_loom)))]
+mod tests {
+    use super::*;
+    use crate::class::ClassSpec;
+
+    fn core(capacity: u64) -> Core {
+        Core::new(
+            capacity,
+            ClassState::all(vec![
+                ClassSpec::new("critical", 0),
+                ClassSpec::new("batch", 1).share(0.5),
+            ]),
+            16,
+            Default::default(),
+        )
+    }
+
+    fn waiter(class: usize, weight: u64, arrived: Instant) -> Arc<Waiter> {
+        Waiter::new(class, weight, arrived, None, None)
+    }
+
+    #[test]
+    fn a_waiter_held_only_by_its_share_leaves_other_classes_the_fast_path() {
+        let core = core(4);
+        assert!(core.try_acquire(1, 2).is_some(), "batch at its share");
+        let queued = waiter(1, 1, Instant::now());
+        assert_eq!(core.enqueue(&queued), Status::Pending);
+        assert!(!core.snapshot().waiters, "the limiter's flag is clear");
+        assert!(
+            core.try_acquire(0, 2).is_some(),
+            "critical admitted on the fast path"
+        );
+        assert!(
+            core.try_acquire(1, 1).is_none(),
+            "batch does not overtake its own waiter"
+        );
+        core.release(1, 1);
+        assert_eq!(queued.status(), Status::Granted);
+        assert!(!core.classes[1].has_waiters_flag());
+    }
+
+    #[test]
+    fn a_waiter_held_by_the_capacity_keeps_every_class_off_the_fast_path() {
+        let core = core(2);
+        assert!(core.try_acquire(0, 2).is_some());
+        let queued = waiter(0, 1, Instant::now());
+        assert_eq!(core.enqueue(&queued), Status::Pending);
+        assert!(core.snapshot().waiters);
+        core.release(0, 1);
+        assert_eq!(queued.status(), Status::Granted);
+        assert!(!core.snapshot().waiters);
+    }
+
+    #[test]
+    fn waiters_overtaken_on_the_way_in_are_queued_by_arrival() {
+        let core = core(1);
+        assert!(core.try_acquire(0, 1).is_some());
+        let start = Instant::now();
+        let later = waiter(0, 1, start + std::time::Duration::from_millis(1));
+        let earlier = waiter(0, 1, start);
+        assert_eq!(core.enqueue(&later), Status::Pending);
+        assert_eq!(core.enqueue(&earlier), Status::Pending);
+        core.release(0, 1);
+        assert_eq!(earlier.status(), Status::Granted);
+        assert_eq!(later.status(), Status::Pending);
+        // Removing from the middle of a class's queue finds the waiter.
+        let last = waiter(0, 1, start + std::time::Duration::from_millis(2));
+        assert_eq!(core.enqueue(&last), Status::Pending);
+        core.abandon(&later);
+        core.release(0, 1);
+        assert_eq!(last.status(), Status::Granted);
+        core.release(0, 1);
+        assert_eq!(core.queued(), (0, 0));
     }
 }

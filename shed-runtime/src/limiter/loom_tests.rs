@@ -1,6 +1,8 @@
 //! Model checks of the admission state machine: every interleaving of
-//! concurrent acquire, release and cancel (run with
-//! `RUSTFLAGS="--cfg shed_loom" cargo test -p shed-runtime --lib --release loom`).
+//! concurrent acquire, release, cancel, capacity changes, class switches
+//! and observe-mode admissions. `.ci/run` runs them with
+//! `RUSTFLAGS="--cfg shed_loom" cargo test -p shed-runtime --lib --release loom`,
+//! each model bounded in preemptions so that CI stays fast.
 
 use loom::thread;
 use tokio::time::Instant;
@@ -40,7 +42,10 @@ fn assert_idle(core: &Core) {
     assert_eq!(s.in_flight, 0);
     assert!(!s.waiters);
     assert_eq!(core.queued(), (0, 0));
-    assert_eq!(core.class_in_flight(0), 0);
+    for class in 0..core.classes.len() {
+        assert_eq!(core.class_in_flight(class), 0);
+        assert!(!core.classes[class].has_waiters_flag());
+    }
 }
 
 #[test]
@@ -112,6 +117,224 @@ fn loom_concurrent_callers_never_exceed_a_share() {
             assert!(core.class_in_flight(0) <= 1);
             core.release(0, 1);
         }
+        assert_idle(&core);
+    });
+}
+
+/// The default classes' shape: `critical` (index 0, the residual class)
+/// and a tracked `batch` class (index 1) with `share` and `floor`.
+fn two_classes(capacity: u64, share: f64, floor: u32) -> Arc<Core> {
+    Arc::new(Core::new(
+        capacity,
+        ClassState::all(vec![
+            ClassSpec::new("critical", 0),
+            ClassSpec::new("batch", 1).share(share).floor(floor),
+        ]),
+        16,
+        Default::default(),
+    ))
+}
+
+/// Acquires like a call of `class` with `weight`: fast path, else queue.
+fn acquire_as(core: &Core, class: usize, weight: u64) -> Result<(), Arc<Waiter>> {
+    if core.try_acquire(class, weight).is_some() {
+        return Ok(());
+    }
+    let waiter = Waiter::new(class, weight, Instant::now(), None, None);
+    match core.enqueue(&waiter) {
+        Status::Granted => Ok(()),
+        Status::Pending => Err(waiter),
+        Status::Refused(reason) => panic!("refused: {reason}"),
+    }
+}
+
+/// Nobody is stranded: a waiter still pending must be kept out by the
+/// capacity or by its class's share, not left waiting with room for it.
+fn assert_not_stranded(core: &Core, waiter: &Waiter) {
+    if waiter.status() != Status::Pending {
+        return;
+    }
+    let s = core.snapshot();
+    let class = &core.classes[waiter.class];
+    let global_room = s.in_flight + waiter.weight <= s.capacity;
+    let class_room = core.class_in_flight(waiter.class) + waiter.weight <= class.limit(s.capacity);
+    assert!(
+        !(global_room && class_room),
+        "a waiter is pending with room for it: {s:?}"
+    );
+}
+
+fn bounded() -> loom::model::Builder {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(3);
+    builder
+}
+
+#[test]
+fn loom_an_undone_class_take_never_strands_a_waiter_of_that_class() {
+    bounded().check(|| {
+        // Capacity 2, `batch` may hold 1. `critical` fills the limiter.
+        let core = two_classes(2, 0.5, 0);
+        assert!(core.try_acquire(0, 2).is_some());
+        // A batch call whose fast path takes the class, fails on the full
+        // limiter and undoes its take...
+        let fast = {
+            let core = core.clone();
+            thread::spawn(move || core.try_acquire(1, 1).is_some())
+        };
+        // ...while critical gives a slot back...
+        let releaser = {
+            let core = core.clone();
+            thread::spawn(move || core.release(0, 1))
+        };
+        // ...and another batch call queues.
+        let outcome = acquire_as(&core, 1, 1);
+        let fast_admitted = fast.join().unwrap();
+        releaser.join().unwrap();
+        if let Err(waiter) = &outcome {
+            assert_not_stranded(&core, waiter);
+        }
+        if fast_admitted {
+            core.release(1, 1);
+        }
+        if let Err(waiter) = &outcome {
+            assert_eq!(waiter.status(), Status::Granted);
+        }
+        core.release(1, 1);
+        core.release(0, 1);
+        assert_idle(&core);
+    });
+}
+
+#[test]
+fn loom_a_waiter_held_by_its_share_is_woken_by_its_class_release() {
+    bounded().check(|| {
+        let core = two_classes(4, 0.5, 0);
+        assert!(core.try_acquire(1, 2).is_some());
+        let queued = acquire_as(&core, 1, 1).expect_err("batch is at its share");
+        // Critical calls take the free slots on the fast path, while batch
+        // gives one back.
+        let releaser = {
+            let core = core.clone();
+            thread::spawn(move || core.release(1, 1))
+        };
+        let critical = core.try_acquire(0, 1).is_some();
+        releaser.join().unwrap();
+        assert_not_stranded(&core, &queued);
+        assert_eq!(queued.status(), Status::Granted);
+        if critical {
+            core.release(0, 1);
+        }
+        core.release(1, 1);
+        core.release(1, 1);
+        assert_idle(&core);
+    });
+}
+
+#[test]
+fn loom_a_capacity_change_with_waiters_queued_strands_nobody() {
+    bounded().check(|| {
+        let core = two_classes(3, 1.0, 0);
+        assert!(core.try_acquire(0, 3).is_some());
+        let heavy = acquire_as(&core, 0, 3).expect_err("full");
+        let light = acquire_as(&core, 1, 1).expect_err("waits behind");
+        let shrink = {
+            let core = core.clone();
+            thread::spawn(move || core.set_capacity(2))
+        };
+        core.release(0, 3);
+        shrink.join().unwrap();
+        // Either the heavy waiter got in before the shrink (and holds 3 of
+        // now 2), or it can never fit and was refused.
+        match heavy.status() {
+            Status::Granted => {
+                assert_eq!(light.status(), Status::Pending);
+                core.release(0, 3);
+            }
+            Status::Refused(reason) => assert_eq!(reason, crate::rejected::Reason::TooHeavy),
+            Status::Pending => panic!("a waiter that can never fit stays queued"),
+        }
+        assert_eq!(light.status(), Status::Granted);
+        core.release(1, 1);
+        assert_idle(&core);
+    });
+}
+
+#[test]
+fn loom_a_cancel_during_dispatch_with_floors_and_weights_leaks_nothing() {
+    bounded().check(|| {
+        // Capacity 3; batch holds at most 1 but has a floor of 1.
+        let core = two_classes(3, 0.34, 1);
+        assert!(core.try_acquire(0, 3).is_some());
+        let critical = acquire_as(&core, 0, 2).expect_err("full");
+        let batch = acquire_as(&core, 1, 1).expect_err("full");
+        let releaser = {
+            let core = core.clone();
+            thread::spawn(move || core.release(0, 3))
+        };
+        core.abandon(&batch);
+        releaser.join().unwrap();
+        // The floor serves batch first when it is still there; critical
+        // fits either way.
+        assert_eq!(critical.status(), Status::Granted);
+        core.release(0, 2);
+        assert_idle(&core);
+    });
+}
+
+#[test]
+fn loom_observe_admissions_racing_enforced_waiters_leak_nothing() {
+    bounded().check(|| {
+        let core = two_classes(1, 1.0, 0);
+        assert!(core.try_acquire(0, 1).is_some());
+        let waiter = acquire_as(&core, 1, 1).expect_err("full");
+        // An observe-mode call counts itself past the capacity and leaves,
+        // while the holder leaves too.
+        let observer = {
+            let core = core.clone();
+            thread::spawn(move || {
+                assert!(core.acquire_unchecked(0, 1));
+                core.release(0, 1);
+            })
+        };
+        core.release(0, 1);
+        observer.join().unwrap();
+        assert_eq!(waiter.status(), Status::Granted);
+        core.release(1, 1);
+        assert_idle(&core);
+    });
+}
+
+#[test]
+fn loom_a_class_switched_off_never_keeps_a_call_that_queues_meanwhile() {
+    bounded().check(|| {
+        let core = two_classes(1, 1.0, 0);
+        assert!(core.try_acquire(0, 1).is_some());
+        let switch = {
+            let core = core.clone();
+            thread::spawn(move || {
+                core.classes[1]
+                    .enabled
+                    .store(false, crate::sync::Ordering::Relaxed);
+                core.refuse_class(1, crate::rejected::Reason::Disabled);
+            })
+        };
+        // A call that saw the class on, then queues.
+        let waiter = Waiter::new(1, 1, Instant::now(), None, None);
+        let checked_on = core.classes[1].is_enabled();
+        let status = if checked_on {
+            core.enqueue(&waiter)
+        } else {
+            Status::Refused(crate::rejected::Reason::Disabled)
+        };
+        switch.join().unwrap();
+        assert_ne!(status, Status::Granted, "the limiter is full");
+        assert_ne!(
+            waiter.status(),
+            Status::Pending,
+            "queued after its class was switched off"
+        );
+        core.release(0, 1);
         assert_idle(&core);
     });
 }

@@ -26,6 +26,7 @@ use self::core::Core;
 use self::queue::{Status, Waiter};
 use crate::class::ClassState;
 use crate::config::{Config, ConfigErrors};
+use crate::estimate::ServiceEstimate;
 use crate::mode::Mode;
 use crate::policy::{Policy, PolicyStats};
 use crate::rejected::{Reason, Rejected};
@@ -67,6 +68,36 @@ pub(crate) struct Inner {
     pub(crate) totals: crate::metrics::AdmittedTotals,
     /// The adaptive limit's window of measured completions.
     pub(crate) window: crate::adaptive::Accumulator,
+    pub(crate) learned: Learned,
+}
+
+/// The service times this limiter learned, per guarded fn. The
+/// process-wide limiter keeps them in each fn's own `static` (no lock, no
+/// lookup); any other limiter in a table of its own, so that what one
+/// limiter learns never decides for another.
+#[derive(Default)]
+pub(crate) struct Learned {
+    global: std::sync::atomic::AtomicBool,
+    others: std::sync::Mutex<std::collections::HashMap<usize, Arc<ServiceEstimate>>>,
+}
+
+impl Learned {
+    /// Runs `f` on this limiter's estimate for the fn of `stats`.
+    pub(crate) fn with<R>(
+        &self,
+        stats: &'static PolicyStats,
+        f: impl FnOnce(&ServiceEstimate) -> R,
+    ) -> R {
+        if self.global.load(Ordering::Relaxed) {
+            return f(&stats.global_service);
+        }
+        let estimate = {
+            let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
+            let key = std::ptr::from_ref(stats) as usize;
+            Arc::clone(others.entry(key).or_default())
+        };
+        f(&estimate)
+    }
 }
 
 static GLOBAL: OnceLock<Limiter> = OnceLock::new();
@@ -129,6 +160,7 @@ impl Limiter {
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
                 totals: crate::metrics::AdmittedTotals::new(classes_len),
                 window: Default::default(),
+                learned: Learned::default(),
             }),
         }
     }
@@ -138,12 +170,19 @@ impl Limiter {
     /// environment (`SHED_CLASSES`, `SHED_MODE`, `SHED_CAPACITY`); a
     /// malformed variable is reported once and ignored.
     pub fn global() -> &'static Limiter {
-        GLOBAL.get_or_init(|| Config::from_env().build_lenient())
+        GLOBAL.get_or_init(|| Config::from_env().build_lenient().into_global())
+    }
+
+    /// Marks this limiter as the process-wide one, which keeps what it
+    /// learns in the guarded fns' own statics.
+    fn into_global(self) -> Self {
+        self.inner.learned.global.store(true, Ordering::Relaxed);
+        self
     }
 
     pub(crate) fn install_global(limiter: Limiter) -> Result<&'static Limiter, ConfigErrors> {
         let mut fresh = Some(limiter);
-        let installed = GLOBAL.get_or_init(|| fresh.take().expect("taken once"));
+        let installed = GLOBAL.get_or_init(|| fresh.take().expect("taken once").into_global());
         if fresh.is_some() {
             return Err(ConfigErrors::already_installed());
         }
@@ -190,6 +229,12 @@ impl Limiter {
             max_wait: policy.max_wait(),
             policy: Some((&policy.stats, policy.class())),
         })
+    }
+
+    /// The service time this limiter learned for the guarded fn `policy`
+    /// from its completed calls, if any. Each limiter learns for itself.
+    pub fn expected_service(&self, policy: &'static Policy) -> Option<Duration> {
+        self.inner.learned.with(&policy.stats, ServiceEstimate::get)
     }
 
     /// The current capacity in slots.
@@ -324,16 +369,27 @@ impl Held {
         } else if let Some(deadline) = deadline {
             let at = *now.insert(Instant::now());
             let service = *expected.insert(self.expected_service(stats));
-            (deadline.saturating_duration_since(at) < service).then_some(Reason::Deadline)
+            let left = deadline.saturating_duration_since(at);
+            // A deadline already reached is refused even when the expected
+            // service time is zero.
+            if left.is_zero() || left < service {
+                if left >= service / 2 {
+                    // Within a factor of two of the estimate: the estimate
+                    // may be stale (see `ServiceEstimate::decay`). A
+                    // deadline far shorter than any plausible service time
+                    // says nothing about it, so it must not pull it down.
+                    if let Some(stats) = stats {
+                        self.learned.with(stats, |e| e.decay(at));
+                    }
+                }
+                Some(Reason::Deadline)
+            } else {
+                None
+            }
         } else {
             None
         };
         if let Some(reason) = refusal {
-            if reason == Reason::Deadline {
-                if let Some(stats) = stats {
-                    stats.decay();
-                }
-            }
             return self.refuse_or_observe(mode, class, weight, reason, name, now, stats);
         }
 
@@ -364,16 +420,17 @@ impl Held {
                 gives_up = (last_start, Reason::Deadline);
             }
         }
+        let timer = Admission::timer(gives_up.0);
         let waiter = Waiter::new(class, weight, arrived, Some(gives_up), deadline);
         match self.core.enqueue(&waiter) {
-            Status::Pending => Admission::waiting(self, waiter, name, expected, stats),
+            Status::Pending => Admission::waiting(self, waiter, timer, name, expected, stats),
             status => Admission::settled(self, waiter, status, name, expected, stats),
         }
     }
 
     fn expected_service(&self, stats: Option<&'static PolicyStats>) -> Duration {
         stats
-            .and_then(PolicyStats::expected_service)
+            .and_then(|stats| self.learned.with(stats, ServiceEstimate::get))
             .unwrap_or(self.default_service)
     }
 
@@ -410,7 +467,10 @@ impl Held {
         now: Option<Instant>,
         stats: Option<&'static PolicyStats>,
     ) -> Admission {
-        self.core.acquire_unchecked(class, weight);
+        if !self.core.acquire_unchecked(class, weight) {
+            // Beyond what the counters hold: admitted, not counted.
+            return Admission::ready(Ok(Permit::bypass()));
+        }
         let start = now.or_else(|| stats.map(|_| Instant::now()));
         Admission::ready(Ok(Permit::new(self, class, weight, start, stats)))
     }

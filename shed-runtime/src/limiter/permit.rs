@@ -88,20 +88,27 @@ impl Drop for Permit {
         let Some(held) = self.held.take() else {
             return;
         };
-        if let Some(deadline) = self.deadline {
-            let in_time = Instant::now() <= deadline;
-            held.core.classes[self.class]
-                .counters
-                .count_served(None, in_time);
-        }
-        if let Some(start) = self.start {
-            let took = start.elapsed();
-            if let Some(stats) = self.stats {
-                stats.observe(took);
-            }
-            held.core.classes[self.class].counters.record_service(took);
-            held.window.record(took, held.core.snapshot().in_flight);
-        }
+        let measured = self.deadline.is_some() || self.start.is_some();
+        let now = measured.then(Instant::now);
+        // Read before the release, recorded after it.
+        let in_flight = self.start.map(|_| held.core.snapshot().in_flight);
+        // The slots go back first: what follows calls into the metrics
+        // recorder, which is user code and may panic.
         held.core.release(self.class, self.weight);
+        let counters = &held.core.classes[self.class].counters;
+        if let (Some(deadline), Some(now)) = (self.deadline, now) {
+            counters.count_served(None, now <= deadline);
+        }
+        if let (Some(start), Some(now), Some(in_flight)) = (self.start, now, in_flight) {
+            let took = now.saturating_duration_since(start);
+            if let Some(stats) = self.stats {
+                held.learned.with(stats, |e| e.observe(took, now));
+            }
+            held.window.record(took, in_flight);
+            // Not while unwinding: a recorder that panics again would abort.
+            if !std::thread::panicking() {
+                counters.record_service(took);
+            }
+        }
     }
 }

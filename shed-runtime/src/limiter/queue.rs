@@ -7,7 +7,7 @@ use std::task::Waker;
 use tokio::time::Instant;
 
 use crate::rejected::Reason;
-use crate::sync::{Arc, AtomicU8, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, AtomicU8, Mutex, Ordering};
 
 const PENDING: u8 = 0;
 const GRANTED: u8 = 1;
@@ -33,6 +33,9 @@ pub(crate) struct Waiter {
     pub(crate) gives_up: Option<(Instant, Reason)>,
     /// The caller's deadline, handed on to the permit.
     pub(crate) deadline: Option<Instant>,
+    /// The order in which it was queued: with `arrived`, its place in its
+    /// class's queue (set under the queue lock).
+    seq: AtomicU64,
     status: AtomicU8,
     waker: Mutex<Option<Waker>>,
 }
@@ -51,6 +54,7 @@ impl Waiter {
             arrived,
             gives_up,
             deadline,
+            seq: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
             waker: Mutex::new(None),
         })
@@ -117,17 +121,30 @@ pub(crate) struct WaitQueue {
     /// configuration order.
     pub(crate) by_rank: Vec<usize>,
     queued_weight: u64,
+    /// The weight queued in each class.
+    class_weight: Vec<u64>,
     len: usize,
+    /// Sequence numbers handed out by [`WaitQueue::push`].
+    next_seq: u64,
+    /// The waiters flag of each class's word as last set, so that only
+    /// changes cost an atomic write.
+    class_flags: Vec<bool>,
+    /// The limiter's waiters flag as last set.
+    pub(crate) global_flag: bool,
 }
 
 impl WaitQueue {
     pub(crate) fn new(by_rank: Vec<usize>) -> Self {
         Self {
             per_class: by_rank.iter().map(|_| VecDeque::new()).collect(),
+            class_flags: by_rank.iter().map(|_| false).collect(),
+            class_weight: by_rank.iter().map(|_| 0).collect(),
             codel: Default::default(),
             by_rank,
             queued_weight: 0,
             len: 0,
+            next_seq: 0,
+            global_flag: false,
         }
     }
 
@@ -143,10 +160,45 @@ impl WaitQueue {
         self.queued_weight
     }
 
+    /// Queues `waiter` in arrival order within its class. Arrival times
+    /// are read before the lock is taken, so a caller can be overtaken on
+    /// the way in; it is then placed by its arrival, keeping each class's
+    /// queue sorted (which the searches below rely on).
     pub(crate) fn push(&mut self, waiter: Arc<Waiter>) {
         self.queued_weight += waiter.weight;
+        self.class_weight[waiter.class] += waiter.weight;
         self.len += 1;
-        self.per_class[waiter.class].push_back(waiter);
+        waiter.seq.store(self.next_seq, Ordering::Relaxed);
+        self.next_seq += 1;
+        let queue = &mut self.per_class[waiter.class];
+        if queue
+            .back()
+            .is_none_or(|last| last.arrived <= waiter.arrived)
+        {
+            queue.push_back(waiter);
+        } else {
+            let at = queue.partition_point(|w| w.arrived <= waiter.arrived);
+            queue.insert(at, waiter);
+        }
+    }
+
+    /// Whether `class` has queued waiters.
+    pub(crate) fn has_waiters(&self, class: usize) -> bool {
+        !self.per_class[class].is_empty()
+    }
+
+    /// The total weight queued in classes ranked below `rank`.
+    pub(crate) fn weight_below(&self, rank_of: impl Fn(usize) -> u32, rank: u32) -> u64 {
+        (0..self.per_class.len())
+            .filter(|&c| rank_of(c) > rank)
+            .map(|c| self.class_weight[c])
+            .sum()
+    }
+
+    /// Records that class `c`'s waiters flag is now `on`; returns whether
+    /// that is a change (which the caller then makes in the class word).
+    pub(crate) fn class_flag_changes(&mut self, class: usize, on: bool) -> bool {
+        std::mem::replace(&mut self.class_flags[class], on) != on
     }
 
     /// How many waiters of `class` arrived after `since`.
@@ -197,21 +249,27 @@ impl WaitQueue {
         Some(waiter)
     }
 
-    /// Removes `waiter` if it is still queued.
+    /// Removes `waiter` if it is still queued: a binary search by its
+    /// arrival and queueing order, so cancelling or expiring one of many
+    /// waiters costs a search and a move of pointers, not a scan.
     pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
+        let key = |w: &Waiter| (w.arrived, w.seq.load(Ordering::Relaxed));
+        let target = key(waiter);
         let queue = &mut self.per_class[waiter.class];
-        match queue.iter().position(|w| Arc::ptr_eq(w, waiter)) {
-            Some(index) => {
+        let index = queue.partition_point(|w| key(w) < target);
+        match queue.get(index) {
+            Some(found) if Arc::ptr_eq(found, waiter) => {
                 queue.remove(index);
                 self.forget(waiter);
                 true
             }
-            None => false,
+            _ => false,
         }
     }
 
     fn forget(&mut self, waiter: &Waiter) {
         self.queued_weight -= waiter.weight;
+        self.class_weight[waiter.class] -= waiter.weight;
         self.len -= 1;
     }
 }
