@@ -52,8 +52,18 @@ impl ClassSpec {
         self
     }
 
-    /// Slots reserved for this class whenever it has demand, so that higher
-    /// classes cannot starve it forever.
+    /// Slots this class is served first to, whenever it has demand, so
+    /// that higher classes cannot starve it: while it holds fewer than
+    /// `slots` and has a waiter, every slot given back goes to it before
+    /// any other class, and no call of another class overtakes it on the
+    /// fast path.
+    ///
+    /// A floor is a priority, not a reservation: slots are not kept idle
+    /// for a class that has no demand. So if other classes hold every slot
+    /// for longer than this class's `max_wait`, its call is refused when
+    /// its budget runs out, before any slot comes back. Work that needs
+    /// capacity held for it even then belongs on a limiter of its own (a
+    /// bulkhead), built with [`Limiter::builder`](crate::Limiter::builder).
     pub fn floor(mut self, slots: u32) -> Self {
         self.floor = slots;
         self
@@ -87,7 +97,7 @@ impl ClassSpec {
         self.share
     }
 
-    /// The reserved floor in slots.
+    /// The floor in slots (see [`ClassSpec::floor`]).
     pub fn floor_slots(&self) -> u32 {
         self.floor
     }

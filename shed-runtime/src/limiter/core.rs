@@ -140,9 +140,9 @@ impl Core {
         let mut queue = lock(&self.queue);
         let state = &self.classes[waiter.class];
         if !state.is_enabled() {
-            // Switched off after the caller checked: `refuse_class` has
-            // emptied the class under this lock already, or will find the
-            // flag off, so a waiter queued now would outlive the switch.
+            // Switched off after the caller checked. The switch is stored
+            // before `refuse_class` takes this lock to empty the class, so
+            // a waiter queued after that would never be refused.
             self.refuse(waiter, Reason::Disabled);
             return waiter.status();
         }

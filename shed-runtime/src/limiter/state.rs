@@ -66,7 +66,7 @@ pub(crate) enum FastTake {
 }
 
 impl FastTake {
-    #[cfg(test)]
+    #[cfg(all(test, not(shed_loom)))]
     fn admitted(self) -> Option<u64> {
         match self {
             FastTake::Taken { admitted } => Some(admitted),
