@@ -86,13 +86,16 @@ pub use shed_macros::shed;
 pub use shed_runtime::adaptive;
 pub use shed_runtime::{
     deadline, metrics, policies, with_deadline, with_timeout, Admission, ClassSpec, ClassStats,
-    Codel, Config, ConfigErrors, FromRejected, Limiter, LimiterStats, Mode, OverloadController,
-    OverloadState, Permit, Policy, PolicyTable, Problem, Readiness, Reason, Rejected, UnknownClass,
-    UnknownMode, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
+    Codel, Config, ConfigErrors, FromRejected, LagProbe, LagProbeBuilder, Limiter, LimiterStats,
+    LoadReport, LoadReporter, Mode, OverloadController, OverloadState, Permit, Policy, PolicyTable,
+    Problem, Readiness, Reason, Rejected, UnknownClass, UnknownMode, DEFAULT_CAPACITY,
+    ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
 };
 
 #[cfg(feature = "http")]
 pub use shed_runtime::http;
+#[cfg(feature = "http")]
+pub use shed_runtime::serve_agent_check;
 #[cfg(feature = "tonic")]
 pub use shed_runtime::tonic;
 

@@ -6,6 +6,8 @@
 #![warn(missing_docs)]
 
 pub mod adaptive;
+#[cfg(feature = "http")]
+mod agent_check;
 #[cfg(feature = "axum")]
 mod axum;
 mod class;
@@ -15,7 +17,9 @@ mod deadline;
 mod estimate;
 #[cfg(feature = "http")]
 pub mod http;
+mod lag;
 mod limiter;
+mod load_report;
 pub mod metrics;
 mod mode;
 mod overload;
@@ -26,14 +30,18 @@ mod sync;
 #[cfg(feature = "tonic")]
 pub mod tonic;
 
+#[cfg(feature = "http")]
+pub use agent_check::serve_agent_check;
 pub use class::ClassSpec;
 pub use config::{
     Config, ConfigErrors, Problem, UnknownClass, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES,
     ENV_MODE,
 };
 pub use deadline::{deadline, with_deadline, with_timeout};
+pub use lag::{LagProbe, LagProbeBuilder};
 pub use limiter::discipline::Codel;
 pub use limiter::{Admission, Limiter, Permit};
+pub use load_report::{LoadReport, LoadReporter};
 pub use metrics::{ClassStats, LimiterStats};
 pub use mode::{Mode, UnknownMode};
 pub use overload::{OverloadController, OverloadState};

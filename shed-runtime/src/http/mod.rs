@@ -18,9 +18,11 @@
 mod body;
 mod deadline;
 mod layer;
+mod orca;
 mod problem;
 
 pub use body::GuardedBody;
 pub use deadline::{parse_grpc_timeout, parse_timeout, DeadlineHeaders};
 pub use layer::{Classification, Classify, Routes, Shed, ShedLayer};
+pub use orca::{Orca, OrcaFormat, OrcaLayer, ORCA_HEADER};
 pub use problem::{problem_json, reason_label, refusal_response, retry_after_secs, PROBLEM_TYPE};
