@@ -161,6 +161,9 @@ pub(crate) struct ClassState {
     /// in parts per million, and the running sum that thins them evenly.
     admit_fraction: AtomicU32,
     thinning: AtomicU64,
+    /// Where tenant cohorts start in the admitted range: moved by an
+    /// eighth of it at each new episode of partial shedding.
+    cohort_offset: AtomicU32,
     word: ClassWord,
     pub(crate) counters: ClassCounters,
 }
@@ -182,6 +185,7 @@ impl ClassState {
             enabled: AtomicBool::new(spec.enabled),
             admit_fraction: AtomicU32::new(crate::overload::FULL),
             thinning: AtomicU64::new(0),
+            cohort_offset: AtomicU32::new(0),
             share_ppm,
             tracked,
             spec,
@@ -208,8 +212,14 @@ impl ClassState {
     }
 
     pub(crate) fn set_admit_fraction(&self, ppm: u32) {
-        self.admit_fraction
-            .store(ppm.min(crate::overload::FULL), Ordering::Relaxed);
+        let full = crate::overload::FULL;
+        let before = self.admit_fraction.swap(ppm.min(full), Ordering::Relaxed);
+        if before >= full && ppm < full {
+            // A new episode: rotate the cohorts a little.
+            let offset = self.cohort_offset.load(Ordering::Relaxed);
+            self.cohort_offset
+                .store((offset + full / 8) % full, Ordering::Relaxed);
+        }
     }
 
     /// Whether the overload controller holds nothing of this class back.
@@ -219,13 +229,19 @@ impl ClassState {
     }
 
     /// Whether the overload controller lets this call of the class in:
-    /// always unless it holds the class back, and then evenly spaced calls
-    /// making up the admitted fraction.
+    /// always unless it holds the class back; then, for a call with a
+    /// `tenant`, whether its cohort is among the admitted fraction (see
+    /// [`crate::with_tenant`]), and without one, evenly spaced calls making
+    /// up the admitted fraction.
     #[inline]
-    pub(crate) fn admitted_by_controller(&self) -> bool {
+    pub(crate) fn admitted_by_controller(&self, tenant: Option<u64>) -> bool {
         let fraction = self.admit_fraction.load(Ordering::Relaxed);
         if fraction >= crate::overload::FULL {
             return true;
+        }
+        if let Some(tenant) = tenant {
+            let offset = self.cohort_offset.load(Ordering::Relaxed);
+            return crate::tenant::cohort_admitted(tenant, fraction, crate::overload::FULL, offset);
         }
         let full = u64::from(crate::overload::FULL);
         let before = self

@@ -27,6 +27,7 @@ mod policy;
 mod readiness;
 mod rejected;
 mod sync;
+mod tenant;
 #[cfg(feature = "tonic")]
 pub mod tonic;
 
@@ -48,6 +49,7 @@ pub use overload::{OverloadController, OverloadState};
 pub use policy::{policies, Policy, PolicyTable};
 pub use readiness::Readiness;
 pub use rejected::{FromRejected, Reason, Rejected};
+pub use tenant::with_tenant;
 
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]

@@ -286,6 +286,27 @@ impl Limiter {
         Ok(())
     }
 
+    /// Admits only `fraction` (0 to 1) of `class`'s calls from now on,
+    /// refusing the others with reason `overload`: calls with a tenant by
+    /// cohort (the same tenants throughout, see [`crate::with_tenant`]),
+    /// calls without one evenly. `1.0` admits everything again. An
+    /// [`OverloadController`](crate::OverloadController) running on this
+    /// limiter sets these fractions itself on every tick.
+    pub fn set_class_admitted_fraction(
+        &self,
+        class: &str,
+        fraction: f64,
+    ) -> Result<(), crate::UnknownClass> {
+        let index = self
+            .inner
+            .class_index(class)
+            .ok_or_else(|| crate::UnknownClass::new(class, self.classes().map(|c| c.name())))?;
+        let full = f64::from(crate::overload::FULL);
+        let ppm = (fraction.clamp(0.0, 1.0) * full).round() as u32;
+        self.inner.core.classes[index].set_admit_fraction(ppm);
+        Ok(())
+    }
+
     /// Whether `class` is switched on (`None` if it is not configured).
     pub fn class_enabled(&self, class: &str) -> Option<bool> {
         let index = self.inner.class_index(class)?;
@@ -364,7 +385,7 @@ impl Held {
         let mut expected = None;
         let refusal = if !state.is_enabled() {
             Some(Reason::Disabled)
-        } else if !state.admitted_by_controller() {
+        } else if !state.admitted_by_controller(crate::context::current_tenant()) {
             Some(Reason::Overload)
         } else if let Some(deadline) = deadline {
             let at = *now.insert(Instant::now());
