@@ -65,7 +65,7 @@ impl Plan {
             strict_capacity: false,
             floors: true,
             runtime_threads: 2,
-            queue_bound: 2,
+            queue_bound: 4,
         }
     }
 }
@@ -92,7 +92,7 @@ fn settings() -> (Duration, u64) {
 
 /// The limiter of a scenario: four classes, three of them with shares and
 /// two with floors (unless the plan says otherwise), short budgets, a queue bound of
-/// (by default) twice the capacity.
+/// (by default, as in the library) four times the capacity.
 /// Capacities from `max` down are tried until the configuration accepts
 /// one, so that a smaller maximum capacity does not break the test.
 fn build(plan: &Plan) -> Limiter {
