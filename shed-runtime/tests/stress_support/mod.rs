@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use fastrand::Rng;
-use shed_runtime::{ClassSpec, Codel, Config, Limiter, Mode};
+use shed_runtime::{ClassSpec, Codel, Config, Limiter, Mode, Reason};
 
 pub use churn::Churn;
 use workload::{Deliberate, Shared, Tally, CLASSES};
@@ -232,6 +232,7 @@ pub fn run(plan: Plan) {
     }
 
     check_drained(&limiter, &shared);
+    check_counted(&limiter, &shared);
     if hung == 0 {
         rt.block_on(check_full_capacity_admitted(&limiter, &shared));
     }
@@ -273,6 +274,29 @@ fn check_drained(limiter: &Limiter, shared: &Shared) {
     let live = shared.live.load(Ordering::SeqCst);
     if live != 0 {
         shared.find(format!("the workload still counts {live} held"));
+    }
+}
+
+/// Every refusal and every admission a caller saw was counted by the
+/// limiter. (The limiter may count more: a waiter refused or granted after
+/// its caller gave up is counted, but nobody sees it.)
+fn check_counted(limiter: &Limiter, shared: &Shared) {
+    let stats = limiter.stats();
+    for reason in Reason::ALL {
+        let counted: u64 = stats.classes.iter().map(|c| c.refused_for(reason)).sum();
+        let seen = shared.tally.refused_for(reason);
+        if counted < seen {
+            shared.find(format!(
+                "callers saw {seen} refusals for {reason}, the limiter counted {counted}"
+            ));
+        }
+    }
+    let counted: u64 = stats.classes.iter().map(|c| c.admitted).sum();
+    let seen = shared.tally.admitted_with_slots.load(Ordering::Relaxed);
+    if counted < seen {
+        shared.find(format!(
+            "callers were admitted {seen} times with slots, the limiter counted {counted}"
+        ));
     }
 }
 

@@ -97,6 +97,8 @@ impl Drop for Held {
 #[derive(Default)]
 pub struct Tally {
     pub admitted: AtomicU64,
+    /// Admitted with slots (not bypassed in mode `off`).
+    pub admitted_with_slots: AtomicU64,
     pub refused: [AtomicU64; Reason::ALL.len()],
     pub timed_out: AtomicU64,
     pub selected_away: AtomicU64,
@@ -108,6 +110,12 @@ impl Tally {
     fn refuse(&self, reason: Reason) {
         let index = Reason::ALL.iter().position(|r| *r == reason).unwrap();
         self.refused[index].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Refusals callers saw for `reason`.
+    pub fn refused_for(&self, reason: Reason) -> u64 {
+        let index = Reason::ALL.iter().position(|r| *r == reason).unwrap();
+        self.refused[index].load(Ordering::Relaxed)
     }
 
     pub fn refused_total(&self) -> u64 {
@@ -333,6 +341,9 @@ async fn attempt(shared: Arc<Shared>, call: Call) {
         }
     };
     count(&shared.tally.admitted);
+    if permit.weight() > 0 {
+        count(&shared.tally.admitted_with_slots);
+    }
     let _held = shared.hold(permit);
     match call.body {
         Body::Yields(polls) => yields(polls).await,
