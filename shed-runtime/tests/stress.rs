@@ -16,7 +16,7 @@
 //! same mix of calls, not the same schedule. A long run:
 //!
 //! ```sh
-//! SHED_STRESS_SECS=60 cargo test -p shed-runtime --release --test stress -- --include-ignored --nocapture
+//! SHED_STRESS_SECS=30 cargo test -p shed-runtime --release --test stress -- --nocapture
 //! ```
 
 mod stress_support;
@@ -52,7 +52,6 @@ fn adaptive_lifo_without_drops() {
 /// must go on being served. Without floors, which would serve some classes
 /// around the blocked head and hide the stall.
 #[test]
-#[ignore = "issue 11 defect 4 (stall after a capacity shrink): run after the limiter fixes land"]
 fn capacity_held_below_a_queued_weight() {
     run(Plan {
         churn: Churn {
@@ -71,7 +70,6 @@ fn capacity_held_below_a_queued_weight() {
 /// fixed capacity in enforce mode: the weight of the permits held must
 /// never exceed the capacity.
 #[test]
-#[ignore = "issue 11 defect 1 (packed-word overflow): run after the limiter fixes land"]
 fn largest_capacity_never_over_admits() {
     run(Plan {
         max_capacity: u32::MAX,
@@ -86,7 +84,6 @@ fn largest_capacity_never_over_admits() {
 
 /// The largest capacity with every kind of churn, observe mode included.
 #[test]
-#[ignore = "issue 11 defect 1 (observe mode overflows the packed word): run after the limiter fixes land"]
 fn largest_capacity_with_churn() {
     run(Plan {
         max_capacity: u32::MAX,
