@@ -3,6 +3,8 @@
 //! drains and checks that everything was given back.
 
 pub mod churn;
+pub mod switches;
+pub mod wake_clock;
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -172,6 +174,8 @@ pub fn run(plan: Plan) {
         live: AtomicU64::new(0),
         tally: Tally::default(),
         findings: Mutex::new(Vec::new()),
+        switches: switches::Switches::new(),
+        enforce_only: !plan.churn.modes,
         spawned: Mutex::new(Vec::new()),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -208,7 +212,7 @@ pub fn run(plan: Plan) {
     // Back to a state in which every queued call fits, then drain.
     limiter.set_mode(Mode::Enforce);
     for class in CLASSES {
-        limiter.set_class_enabled(class, true).unwrap();
+        shared.switches.switch(&limiter, class, true);
     }
     limiter.set_capacity(max);
     let hung = rt.block_on(async {
