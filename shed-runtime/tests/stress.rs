@@ -8,8 +8,10 @@
 //! capacity every few hundred microseconds, switches classes off and on
 //! and moves between enforce, observe and off. Afterwards it checks that
 //! no task hung, nothing is in flight or queued, every class is at zero
-//! and a full-capacity call is admitted at once; throughout, that calls
-//! never stall behind a queue while nothing is in flight.
+//! and a full-capacity call is admitted at once, and that every refusal
+//! and admission a caller saw was counted; throughout, that calls never
+//! stall behind a queue while nothing is in flight, and (in scenarios that
+//! stay in enforce mode) that no call of a class switched off is admitted.
 //!
 //! The workload is seeded (`SHED_STRESS_SEED`, printed on every run and in
 //! every failure); thread interleavings are not, so a seed replays the
