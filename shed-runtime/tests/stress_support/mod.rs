@@ -150,18 +150,19 @@ fn quiet_deliberate_panics() {
 /// was not given back, hung, stalled or panicked unexpectedly.
 pub fn run(plan: Plan) {
     quiet_deliberate_panics();
-    let (duration, seed) = settings();
-    let seed = seed
+    let (duration, given) = settings();
+    let replay = format!(
+        "{ENV_SEED}={given} {ENV_SECS}={} cargo test -p shed-runtime --test stress {}",
+        duration.as_secs_f64(),
+        plan.name
+    );
+    eprintln!("stress {}: seed {given} (replay: {replay})", plan.name);
+    // Each scenario draws its own workload from the seed given.
+    let seed = given
         ^ plan
             .name
             .bytes()
             .fold(0u64, |h, b| h.wrapping_mul(31) ^ u64::from(b));
-    let replay = format!(
-        "{ENV_SEED}={seed} {ENV_SECS}={} cargo test -p shed-runtime --test stress {}",
-        duration.as_secs_f64(),
-        plan.name
-    );
-    eprintln!("stress {}: seed {seed} (replay: {replay})", plan.name);
 
     let limiter = build(&plan);
     let max = limiter.capacity() as u32;
