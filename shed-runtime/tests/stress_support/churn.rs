@@ -22,6 +22,9 @@ pub struct Churn {
     pub toggles: bool,
     /// Enforce, observe and off.
     pub modes: bool,
+    /// `background` off for this long, then on for a tenth of it, over
+    /// and over (with the other churn).
+    pub long_offs: Option<Duration>,
     /// Instead of the above: the full capacity for a moment (heavy calls
     /// get in or queue), then a low one held for this long.
     pub low_holds: Option<Duration>,
@@ -32,12 +35,14 @@ impl Churn {
         capacity: false,
         toggles: false,
         modes: false,
+        long_offs: None,
         low_holds: None,
     };
     pub const ALL: Churn = Churn {
         capacity: true,
         toggles: true,
         modes: true,
+        long_offs: None,
         low_holds: None,
     };
 }
@@ -64,13 +69,21 @@ pub fn control(shared: &Shared, churn: Churn, mut rng: Rng, runtime: &Handle) {
             continue;
         }
         thread::sleep(Duration::from_micros(rng.u64(100..=600)));
+        if let Some(off) = churn.long_offs {
+            let last = shared.switches.read("background");
+            let held = shared.switches.now_us() - last.changed_us;
+            let due = if last.on { off / 10 } else { off };
+            if u128::from(held) >= due.as_micros() {
+                shared.switches.switch(limiter, "background", !last.on);
+            }
+        }
         match rng.u8(0..10) {
             0..=4 if churn.capacity => limiter.set_capacity(rng.u32(1..=max)),
             5..=6 if churn.toggles => {
                 // Off a third as often as on, so classes are mostly on.
                 let class = CLASSES[rng.usize(..CLASSES.len())];
                 let on = !limiter.class_enabled(class).unwrap() || rng.u8(0..3) != 0;
-                limiter.set_class_enabled(class, on).unwrap();
+                shared.switches.switch(limiter, class, on);
             }
             7 if churn.modes => limiter.set_mode(match rng.u8(0..10) {
                 0..=5 => Mode::Enforce,

@@ -3,6 +3,8 @@
 //! drains and checks that everything was given back.
 
 pub mod churn;
+pub mod switches;
+pub mod wake_clock;
 pub mod workload;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -148,18 +150,19 @@ fn quiet_deliberate_panics() {
 /// was not given back, hung, stalled or panicked unexpectedly.
 pub fn run(plan: Plan) {
     quiet_deliberate_panics();
-    let (duration, seed) = settings();
-    let seed = seed
+    let (duration, given) = settings();
+    let replay = format!(
+        "{ENV_SEED}={given} {ENV_SECS}={} cargo test -p shed-runtime --test stress {}",
+        duration.as_secs_f64(),
+        plan.name
+    );
+    eprintln!("stress {}: seed {given} (replay: {replay})", plan.name);
+    // Each scenario draws its own workload from the seed given.
+    let seed = given
         ^ plan
             .name
             .bytes()
             .fold(0u64, |h, b| h.wrapping_mul(31) ^ u64::from(b));
-    let replay = format!(
-        "{ENV_SEED}={seed} {ENV_SECS}={} cargo test -p shed-runtime --test stress {}",
-        duration.as_secs_f64(),
-        plan.name
-    );
-    eprintln!("stress {}: seed {seed} (replay: {replay})", plan.name);
 
     let limiter = build(&plan);
     let max = limiter.capacity() as u32;
@@ -172,6 +175,8 @@ pub fn run(plan: Plan) {
         live: AtomicU64::new(0),
         tally: Tally::default(),
         findings: Mutex::new(Vec::new()),
+        switches: switches::Switches::new(),
+        enforce_only: !plan.churn.modes,
         spawned: Mutex::new(Vec::new()),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -208,7 +213,7 @@ pub fn run(plan: Plan) {
     // Back to a state in which every queued call fits, then drain.
     limiter.set_mode(Mode::Enforce);
     for class in CLASSES {
-        limiter.set_class_enabled(class, true).unwrap();
+        shared.switches.switch(&limiter, class, true);
     }
     limiter.set_capacity(max);
     let hung = rt.block_on(async {

@@ -14,6 +14,9 @@ use fastrand::Rng;
 use shed_runtime::__private::Decision;
 use shed_runtime::{Limiter, Permit, Policy, Reason, Rejected};
 
+use super::switches::{admitted_while_off, Switches};
+use super::wake_clock::FirstWake;
+
 /// The payload of the panics the workload raises on purpose; any other
 /// panic is a finding.
 pub struct Deliberate;
@@ -43,6 +46,11 @@ pub struct Shared {
     pub tally: Tally,
     /// Broken invariants and unexpected panics, as found.
     pub findings: Mutex<Vec<String>>,
+    /// When classes were switched off and on.
+    pub switches: Switches,
+    /// Whether the mode stays `enforce`, so that no call of a class that
+    /// is off may be admitted.
+    pub enforce_only: bool,
     /// Calls the controller started, awaited with the workers.
     pub spawned: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -151,6 +159,15 @@ enum Path {
     AcquireAs(&'static Policy),
     /// What `#[shed]` expands to: the inline decision, then the wait.
     Attribute(&'static Policy),
+}
+
+impl Path {
+    fn class(self) -> &'static str {
+        match self {
+            Path::Acquire { class, .. } => class,
+            Path::AcquireAs(policy) | Path::Attribute(policy) => policy.class(),
+        }
+    }
 }
 
 /// How the caller gives up on a call, if it does.
@@ -329,9 +346,12 @@ fn settle(shared: &Shared, result: Result<(), Box<dyn Any + Send>>) {
 
 /// One call: admission, then (if admitted) the body, which may panic.
 async fn attempt(shared: Arc<Shared>, call: Call) {
-    let admitted = match call.deadline {
-        Some(within) => shed_runtime::with_timeout(within, admit(&shared.limiter, call.path)).await,
-        None => admit(&shared.limiter, call.path).await,
+    let class = call.path.class();
+    let before = shared.switches.read(class);
+    let admission = FirstWake::new(admit(&shared.limiter, call.path), shared.switches.started());
+    let (admitted, woke_us) = match call.deadline {
+        Some(within) => shed_runtime::with_timeout(within, admission).await,
+        None => admission.await,
     };
     let permit = match admitted {
         Ok(permit) => permit,
@@ -343,6 +363,15 @@ async fn attempt(shared: Arc<Shared>, call: Call) {
     count(&shared.tally.admitted);
     if permit.weight() > 0 {
         count(&shared.tally.admitted_with_slots);
+    }
+    let after = shared.switches.read(class);
+    if shared.enforce_only && permit.weight() > 0 && admitted_while_off(before, after, woke_us) {
+        shared.find(format!(
+            "{class} admitted while switched off: off at {} us, switches since the call started {}, its wait ended with a wake at {woke_us:?} us, admitted at {} us",
+            after.changed_us,
+            after.epoch.wrapping_sub(before.epoch),
+            shared.switches.now_us(),
+        ));
     }
     let _held = shared.hold(permit);
     match call.body {
