@@ -27,3 +27,34 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
+
+/// Where a waiting call leaves its waker for whoever settles it: lock-free
+/// (`atomic-waker`), or under `loom` a mutex that loom can model.
+#[cfg(not(shed_loom))]
+pub(crate) use atomic_waker::AtomicWaker as WakerSlot;
+
+#[cfg(shed_loom)]
+#[derive(Debug, Default)]
+pub(crate) struct WakerSlot(Mutex<Option<std::task::Waker>>);
+
+#[cfg(shed_loom)]
+impl WakerSlot {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn register(&self, waker: &std::task::Waker) {
+        let mut slot = lock(&self.0);
+        match slot.as_ref() {
+            Some(current) if current.will_wake(waker) => {}
+            _ => *slot = Some(waker.clone()),
+        }
+    }
+
+    pub(crate) fn wake(&self) {
+        let waker = lock(&self.0).take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}

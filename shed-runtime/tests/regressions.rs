@@ -186,3 +186,24 @@ async fn impossible_deadlines_do_not_pull_the_learned_service_time_down() {
     .await;
     assert_eq!(short.unwrap_err().reason(), Reason::Deadline);
 }
+
+#[tokio::test(start_paused = true)]
+async fn observe_mode_counts_a_late_call_that_would_have_waited() {
+    let limiter = Config::new()
+        .capacity(1)
+        .mode(Mode::Observe)
+        .build()
+        .unwrap();
+    let (fits, would_wait) = shed_runtime::with_timeout(Duration::from_millis(10), async {
+        (
+            limiter.acquire("critical", 1, "fits").await.unwrap(),
+            limiter.acquire("critical", 1, "would wait").await.unwrap(),
+        )
+    })
+    .await;
+    advance(Duration::from_millis(20)).await;
+    drop((fits, would_wait));
+    let stats = limiter.stats();
+    let critical = &stats.classes[0];
+    assert_eq!((critical.served_in_time, critical.late), (0, 2));
+}

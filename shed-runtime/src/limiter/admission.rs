@@ -27,7 +27,7 @@ pub struct Admission {
 enum State {
     Start(Option<Request>),
     Ready(Option<Result<Permit, Rejected>>),
-    Waiting(Box<Wait>),
+    Waiting(Wait),
 }
 
 struct Wait {
@@ -80,7 +80,7 @@ impl Admission {
         stats: Option<&'static PolicyStats>,
     ) -> Self {
         Self {
-            state: State::Waiting(Box::new(Wait {
+            state: State::Waiting(Wait {
                 held,
                 waiter,
                 timer,
@@ -88,7 +88,7 @@ impl Admission {
                 expected,
                 stats,
                 done: false,
-            })),
+            }),
         }
     }
 

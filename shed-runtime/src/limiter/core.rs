@@ -199,7 +199,7 @@ impl Core {
         if waiter.status() == Status::Pending {
             queue.remove(waiter);
             self.refuse_overflow(&mut queue, waiter, reason);
-            self.dispatch(&mut queue);
+            self.after_removal(&mut queue);
         }
         waiter.status()
     }
@@ -222,7 +222,22 @@ impl Core {
             }
             Status::Refused(_) => return,
         }
-        self.dispatch(&mut queue);
+        self.after_removal(&mut queue);
+    }
+
+    /// After a waiter left without being served: serve whoever its leaving
+    /// lets in. With no room in the limiter nobody can be, so only the
+    /// flags are brought up to date (the common case of a caller giving up
+    /// while the limiter is full costs no dispatch); the standing-queue
+    /// controls, which watch every change, always dispatch.
+    fn after_removal(&self, queue: &mut MutexGuard<'_, WaitQueue>) {
+        let word = self.word.load();
+        if word.in_flight < word.capacity || self.discipline.watches().is_some() {
+            self.dispatch(queue);
+        } else {
+            let blocked_globally = queue.global_flag;
+            self.settle_flags(queue, blocked_globally);
+        }
     }
 
     /// Serves waiters while slots allow: first classes below their reserved

@@ -411,7 +411,7 @@ impl Held {
             None
         };
         if let Some(reason) = refusal {
-            return self.refuse_or_observe(mode, class, weight, reason, name, now, stats);
+            return self.refuse_or_observe(mode, class, weight, reason, name, now, stats, deadline);
         }
 
         if let Some(admitted) = self.core.try_acquire(class, weight) {
@@ -426,10 +426,19 @@ impl Held {
 
         // No room now: the call would have to wait.
         if weight > state.limit(self.core.word.capacity()) {
-            return self.refuse_or_observe(mode, class, weight, Reason::TooHeavy, name, now, stats);
+            return self.refuse_or_observe(
+                mode,
+                class,
+                weight,
+                Reason::TooHeavy,
+                name,
+                now,
+                stats,
+                deadline,
+            );
         }
         if mode == Mode::Observe {
-            return self.admit_unchecked(class, weight, now, stats);
+            return self.admit_unchecked(class, weight, now, stats, deadline);
         }
         let expected = expected.unwrap_or_else(|| self.expected_service(stats));
         let arrived = now.unwrap_or_else(Instant::now);
@@ -465,6 +474,7 @@ impl Held {
         name: &'static str,
         now: Option<Instant>,
         stats: Option<&'static PolicyStats>,
+        deadline: Option<Instant>,
     ) -> Admission {
         let counters = &self.core.classes[class].counters;
         if mode == Mode::Observe {
@@ -474,26 +484,33 @@ impl Held {
                 // capacity could overflow the admission word.
                 return Admission::ready(Ok(Permit::bypass()));
             }
-            return self.admit_unchecked(class, weight, now, stats);
+            return self.admit_unchecked(class, weight, now, stats, deadline);
         }
         counters.count_refusal(reason);
         let expected = self.expected_service(stats);
         Admission::ready(Err(self.rejected(class, reason, name, expected)))
     }
 
+    /// Observe mode's admission of a call enforce mode would have refused
+    /// or queued: counted in flight (when the counters hold it), timed,
+    /// and counted as served in time or late against its deadline like any
+    /// other, since these are the calls likeliest to be late.
     fn admit_unchecked(
         self,
         class: usize,
         weight: u64,
         now: Option<Instant>,
         stats: Option<&'static PolicyStats>,
+        deadline: Option<Instant>,
     ) -> Admission {
         if !self.core.acquire_unchecked(class, weight) {
             // Beyond what the counters hold: admitted, not counted.
             return Admission::ready(Ok(Permit::bypass()));
         }
         let start = now.or_else(|| stats.map(|_| Instant::now()));
-        Admission::ready(Ok(Permit::new(self, class, weight, start, stats)))
+        Admission::ready(Ok(
+            Permit::new(self, class, weight, start, stats).with_deadline(deadline)
+        ))
     }
 
     pub(crate) fn rejected(

@@ -7,7 +7,7 @@ use std::task::Waker;
 use tokio::time::Instant;
 
 use crate::rejected::Reason;
-use crate::sync::{Arc, AtomicU64, AtomicU8, Mutex, Ordering};
+use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering, WakerSlot};
 
 const PENDING: u8 = 0;
 const GRANTED: u8 = 1;
@@ -37,7 +37,7 @@ pub(crate) struct Waiter {
     /// class's queue (set under the queue lock).
     seq: AtomicU64,
     status: AtomicU8,
-    waker: Mutex<Option<Waker>>,
+    waker: WakerSlot,
 }
 
 impl Waiter {
@@ -56,7 +56,7 @@ impl Waiter {
             deadline,
             seq: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
-            waker: Mutex::new(None),
+            waker: WakerSlot::new(),
         })
     }
 
@@ -70,19 +70,12 @@ impl Waiter {
 
     /// Stores the task to wake when the status changes.
     pub(crate) fn register(&self, waker: &Waker) {
-        let mut slot = crate::sync::lock(&self.waker);
-        match slot.as_ref() {
-            Some(current) if current.will_wake(waker) => {}
-            _ => *slot = Some(waker.clone()),
-        }
+        self.waker.register(waker);
     }
 
     fn settle(&self, status: u8) {
         self.status.store(status, Ordering::SeqCst);
-        let waker = crate::sync::lock(&self.waker).take();
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+        self.waker.wake();
     }
 
     pub(crate) fn grant(&self) {
