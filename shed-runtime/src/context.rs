@@ -1,6 +1,7 @@
 //! What a task carries for the guarded calls it makes: the limiter they
-//! use (if not the process-wide one) and the caller's deadline. One
-//! task-local holds both, so a guarded call looks them up once.
+//! use (if not the process-wide one), the caller's deadline and which
+//! attempt of the caller's request this is. One task-local holds them, so
+//! a guarded call looks them up once.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -17,6 +18,8 @@ tokio::task_local! {
 pub(crate) struct CallContext {
     limiter: Option<Limiter>,
     deadline: Option<Instant>,
+    /// The caller's attempt number (1 = first; 0 = not known, read as 1).
+    attempt: u32,
 }
 
 /// The current limiter (`None`: the process-wide one) and deadline.
@@ -40,6 +43,10 @@ pub(crate) fn current_limiter() -> Option<Limiter> {
 
 pub(crate) fn current_deadline() -> Option<Instant> {
     CONTEXT.try_with(|c| c.deadline).ok().flatten()
+}
+
+pub(crate) fn current_attempt() -> u32 {
+    CONTEXT.try_with(|c| c.attempt).unwrap_or(0).max(1)
 }
 
 /// Runs `future` with the context it is first polled in, changed by
@@ -76,4 +83,8 @@ pub(crate) fn scope_deadline<F: Future>(
         },
         future,
     )
+}
+
+pub(crate) fn scope_attempt<F: Future>(attempt: u32, future: F) -> impl Future<Output = F::Output> {
+    scope(move |c| c.attempt = attempt, future)
 }

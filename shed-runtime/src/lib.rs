@@ -6,9 +6,12 @@
 #![warn(missing_docs)]
 
 pub mod adaptive;
+mod attempt;
 #[cfg(feature = "axum")]
 mod axum;
 mod class;
+#[cfg(feature = "client")]
+pub mod client;
 mod config;
 mod context;
 mod deadline;
@@ -25,6 +28,7 @@ mod sync;
 #[cfg(feature = "tonic")]
 pub mod tonic;
 
+pub use attempt::{attempt, with_attempt};
 pub use class::ClassSpec;
 pub use config::{
     Config, ConfigErrors, Problem, UnknownClass, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES,

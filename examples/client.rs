@@ -1,0 +1,2 @@
+//! Calling a shed-guarded service through the client layer (filled in below).
+fn main() {}
