@@ -99,8 +99,11 @@ struct Counts {
 /// their `#[shed]` fn uses. Clones share the counts.
 #[derive(Debug, Clone, Default)]
 pub struct RetryStats {
-    classes: Arc<RwLock<Vec<(&'static str, Arc<Counts>)>>>,
+    classes: Arc<RwLock<Vec<ClassCounts>>>,
 }
+
+/// A class and its counters.
+type ClassCounts = (&'static str, Arc<Counts>);
 
 /// The counts of one class (or of all, in [`RetryStats::total`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
