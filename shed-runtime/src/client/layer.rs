@@ -100,7 +100,8 @@ const MAX_PROBLEM_BYTES: usize = 16 * 1024;
 /// - **a retry budget** ([`RetryBudget`], default 10% of first attempts)
 ///   shared by every call through this layer and its clones;
 /// - **adaptive throttling** ([`AdaptiveThrottle`], K = 2), shared the
-///   same way.
+///   same way; it applies to retries too (a retry it rejects ends the call
+///   with the refusal before it).
 ///
 /// Request bodies must be `Clone` to be sent again: the layer does not
 /// buffer them, so streaming bodies stay streaming and the cost of a copy
@@ -317,13 +318,16 @@ impl ClientLayer {
         let grpc = headers::is_grpc(request.headers());
         let c = &self.counters;
         let mut attempt = 1;
+        // The answer of the attempt before, given to the caller if a retry
+        // is not sent after all.
+        let mut last = None;
         loop {
             let timeout = match deadline {
                 Some(deadline) => match self.time_left(deadline) {
                     Some(left) => Some(left),
                     None => {
                         self.count(&c.deadline_expired, "shed_client_deadline_expired_total");
-                        return Err(LocalRefusal::DeadlineExpired.into());
+                        return last.unwrap_or_else(|| Err(LocalRefusal::DeadlineExpired.into()));
                     }
                 },
                 None => None,
@@ -331,7 +335,7 @@ impl ClientLayer {
             if let Some(throttle) = &self.throttle {
                 if !throttle.admit() {
                     self.count(&c.throttled, "shed_client_throttled_total");
-                    return Err(LocalRefusal::Throttled.into());
+                    return last.unwrap_or_else(|| Err(LocalRefusal::Throttled.into()));
                 }
             }
             let mut outgoing = request.clone();
@@ -364,12 +368,12 @@ impl ClientLayer {
             if let Some(throttle) = &self.throttle {
                 throttle.record(true, accepted);
             }
-            let (last, pushback) = match answer {
+            let (refusal, pushback) = match answer {
                 Answer::Final(result) => return result,
                 Answer::Refused { last, pushback } => (last, pushback),
             };
             if !idempotent || attempt >= self.max_attempts {
-                return last;
+                return refusal;
             }
             let wait = pushback.unwrap_or(Duration::ZERO) + self.backoff.delay(attempt);
             if let Some(deadline) = deadline {
@@ -380,16 +384,17 @@ impl ClientLayer {
                         &c.retries_past_deadline,
                         "shed_client_retries_past_deadline_total",
                     );
-                    return last;
+                    return refusal;
                 }
             }
             if let Some(budget) = &self.budget {
                 if !budget.try_withdraw() {
                     self.count(&c.budget_exhausted, "shed_client_budget_exhausted_total");
-                    return last;
+                    return refusal;
                 }
             }
             tokio::time::sleep(wait).await;
+            last = Some(refusal);
             attempt += 1;
         }
     }

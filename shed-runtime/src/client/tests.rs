@@ -468,3 +468,34 @@ fn counts_are_published_as_metrics() {
     assert_eq!(get("shed_client_retries_total"), Some(1));
     assert_eq!(get("shed_client_deadline_expired_total"), Some(1));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_throttled_retry_ends_with_the_refusal_before_it() {
+    // Ten refusals in the window and one accept: p = (11 - 2) / 12 for the
+    // next call, so with this seed the retry is rejected locally.
+    fastrand::seed(5);
+    let throttle = AdaptiveThrottle::new();
+    for i in 0..11 {
+        throttle.record(throttle.admit(), i == 0);
+    }
+    let service = Scripted::new([Reply::Shed {
+        retry_after_secs: 1,
+    }]);
+    let mut client = bare().throttle(Some(throttle)).layer(service.clone());
+    let mut throttled_retry = false;
+    for _ in 0..20 {
+        let before = client.stats();
+        if let Ok((503, body)) = call(&mut client, get()).await {
+            let after = client.stats();
+            if after.throttled > before.throttled {
+                assert!(body.contains("retryable"), "the server's refusal: {body}");
+                throttled_retry = true;
+                break;
+            }
+        }
+    }
+    assert!(
+        throttled_retry,
+        "some retry was throttled and answered with the refusal"
+    );
+}
