@@ -15,6 +15,9 @@ use std::time::Duration;
 
 use shed::client::ClientLayer;
 
+/// A name and the client layer each caller is built with.
+type Policy = (&'static str, fn() -> ClientLayer);
+
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
@@ -31,7 +34,7 @@ async fn main() {
         slots as f64 / work.as_secs_f64()
     );
     println!("each call with a {deadline:?} deadline and up to 4 attempts\n");
-    let policies: [(&str, fn() -> ClientLayer); 4] = [
+    let policies: [Policy; 4] = [
         ("no retries", || {
             ClientLayer::new().max_attempts(1).throttle(None)
         }),
