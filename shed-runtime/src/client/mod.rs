@@ -5,8 +5,10 @@
 //!
 //! Shedding alone is half the loop: if every refused caller retries at
 //! once, shedding creates more traffic than it removes. [`ClientLayer`]
-//! wraps any `tower::Service<http::Request<B>>` (hyper-util's client, a
-//! tonic channel, ...):
+//! wraps any `tower::Service<http::Request<B>>` with a `Clone` body
+//! (hyper-util's client with `Full<Bytes>`, for one; tonic's `Channel`
+//! takes `tonic::body::Body`, which is not `Clone`, so it is not supported
+//! yet):
 //!
 //! ```
 //! use std::time::Duration;
