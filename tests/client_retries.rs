@@ -77,12 +77,12 @@ async fn the_server_tells_retries_from_first_attempts() {
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<http_body_util::Empty<bytes::Bytes>>();
     let uri: http::Uri = format!("http://{}/work", server.addr).parse().unwrap();
-    for headers in [
-        vec![],
-        vec![("x-shed-attempt", "2")],
-        vec![("x-envoy-attempt-count", "3")],
-        vec![("grpc-previous-rpc-attempts", "1")],
-        vec![("x-envoy-attempt-count", "1")],
+    for (headers, attempt) in [
+        (vec![], 1),
+        (vec![("x-shed-attempt", "2")], 2),
+        (vec![("x-envoy-attempt-count", "3")], 3),
+        (vec![("grpc-previous-rpc-attempts", "1")], 2),
+        (vec![("x-envoy-attempt-count", "1")], 1),
     ] {
         let mut request = http::Request::get(uri.clone());
         for (name, value) in headers {
@@ -93,6 +93,14 @@ async fn the_server_tells_retries_from_first_attempts() {
             .await
             .unwrap();
         assert_eq!(response.status(), 200);
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap();
+        assert_eq!(
+            body.to_bytes(),
+            format!("attempt {attempt}"),
+            "the handler reads the attempt with shed::attempt()"
+        );
     }
     let total = server.retries.total();
     assert_eq!((total.first_admitted, total.retries_admitted), (2, 3));

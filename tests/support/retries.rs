@@ -29,7 +29,8 @@ pub struct Server {
 
 /// `slots` slots in front of a handler that takes `work`: a capacity of
 /// `slots / work` requests a second. `/work` is guarded (class
-/// `critical`), `/healthz` exempt.
+/// `critical`) and answers with the attempt number it was told; `/healthz`
+/// is exempt.
 pub async fn serve(slots: u32, work: Duration) -> Server {
     let limiter = Config::new().capacity(slots).build().expect("valid config");
     let layer = ShedLayer::new(Routes::new("critical").exempt("/healthz")).limiter(limiter);
@@ -39,7 +40,7 @@ pub async fn serve(slots: u32, work: Duration) -> Server {
             "/work",
             get(move || async move {
                 tokio::time::sleep(work).await;
-                "done"
+                format!("attempt {}", shed::attempt())
             }),
         )
         .route("/healthz", get(|| async { "alive" }))
