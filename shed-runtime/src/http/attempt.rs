@@ -372,4 +372,44 @@ mod tests {
         stats.record("critical", 1, true);
         assert_eq!(RetryStats::summary_line(&before, &stats.snapshot()), None);
     }
+
+    #[test]
+    fn counts_and_amplification_are_published() {
+        use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+        let stats = RetryStats::default();
+        for _ in 0..4 {
+            stats.record("critical", 1, true);
+        }
+        stats.record("critical", 2, false);
+        let recorder = DebuggingRecorder::new();
+        let snapshotter = recorder.snapshotter();
+        metrics::with_local_recorder(&recorder, || stats.publish_metrics());
+        let series: Vec<(String, Vec<String>, DebugValue)> = snapshotter
+            .snapshot()
+            .into_vec()
+            .into_iter()
+            .map(|(key, _, _, value)| {
+                let labels = key.key().labels().map(|l| l.value().to_string()).collect();
+                (key.key().name().to_string(), labels, value)
+            })
+            .collect();
+        let find = |name: &str, labels: &[&str]| {
+            series
+                .iter()
+                .find(|(n, l, _)| n == name && l == labels)
+                .map(|(_, _, v)| v)
+        };
+        assert_eq!(
+            find("shed_attempts_admitted_total", &["critical", "first"]),
+            Some(&DebugValue::Counter(4))
+        );
+        assert_eq!(
+            find("shed_attempts_shed_total", &["critical", "retry"]),
+            Some(&DebugValue::Counter(1))
+        );
+        assert_eq!(
+            find("shed_retry_amplification", &[]),
+            Some(&DebugValue::Gauge(1.25.into()))
+        );
+    }
 }
