@@ -107,3 +107,36 @@ async fn the_server_tells_retries_from_first_attempts() {
     assert_eq!((total.first_shed, total.retries_shed), (0, 0));
     assert!((total.amplification() - 2.5).abs() < 1e-12);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_connection_is_retried_through_hyper_util() {
+    // A port nobody listens on: every attempt's connection is refused.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let hyper = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<bytes::Bytes>>();
+    let layer =
+        ClientLayer::new()
+            .max_attempts(3)
+            .throttle(None)
+            .backoff(shed::client::Backoff::new(
+                Duration::from_millis(1),
+                Duration::from_millis(5),
+            ));
+    let mut client = tower::Layer::layer(&layer, hyper);
+    let request = http::Request::get(format!("http://{closed}/"))
+        .body(Default::default())
+        .unwrap();
+    let error = tower::ServiceExt::oneshot(&mut client, request)
+        .await
+        .unwrap_err();
+    println!("{error}");
+    let stats = layer.stats();
+    assert_eq!(
+        (stats.attempts, stats.retries),
+        (3, 2),
+        "hyper-util's connect error is found to be a refused connection"
+    );
+}

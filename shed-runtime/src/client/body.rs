@@ -10,6 +10,7 @@ pin_project_lite::pin_project! {
     /// A response body as the server sent it or, for a `503` problem
     /// answer the layer had to read to decide whether to retry, the bytes
     /// it read. Other responses stream through untouched.
+    #[derive(Debug)]
     pub struct ClientBody<B> {
         // `None` once the layer has read the body into `buffered`.
         #[pin]
