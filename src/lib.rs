@@ -85,12 +85,13 @@
 pub use shed_macros::shed;
 pub use shed_runtime::adaptive;
 pub use shed_runtime::{
-    deadline, metrics, policies, with_deadline, with_timeout, Admission, ClassSpec, ClassStats,
-    Codel, Config, ConfigErrors, FromRejected, LagProbe, LagProbeBuilder, Limiter, LimiterStats,
-    LoadReport, LoadReporter, Mode, OverloadController, OverloadState, Permit, Policy, PolicyTable,
-    Problem, Readiness, Reason, Rejected, UnknownClass, UnknownMode, DEFAULT_CAPACITY,
-    ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
+    attempt, deadline, metrics, policies, with_deadline, with_timeout, Admission, ClassSpec,
+    ClassStats, Codel, Config, ConfigErrors, FromRejected, LagProbe, LagProbeBuilder, Limiter,
+    LimiterStats, LoadReport, LoadReporter, Mode, OverloadController, OverloadState, Permit,
+    Policy, PolicyTable, Problem, Readiness, Reason, Rejected, UnknownClass, UnknownMode,
+    DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
 };
+pub use shed_runtime::{with_attempt, with_tenant};
 
 #[cfg(feature = "http")]
 pub use shed_runtime::http;
@@ -98,6 +99,9 @@ pub use shed_runtime::http;
 pub use shed_runtime::serve_agent_check;
 #[cfg(feature = "tonic")]
 pub use shed_runtime::tonic;
+
+#[cfg(feature = "client")]
+pub use shed_runtime::client;
 
 /// Runs `work` under `policy` exactly as a `#[shed]` fn with that policy
 /// would: it waits for the policy's slots on the current limiter and runs

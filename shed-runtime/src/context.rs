@@ -1,7 +1,7 @@
 //! What a task carries for the guarded calls it makes: the limiter they
-//! use (if not the process-wide one), the caller's deadline and the
-//! caller's tenant. One task-local holds them all, so a guarded call looks
-//! them up once.
+//! use (if not the process-wide one), the caller's deadline, the caller's
+//! tenant and which attempt of the caller's request this is. One
+//! task-local holds them all, so a guarded call looks them up once.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,6 +20,9 @@ pub(crate) struct CallContext {
     deadline: Option<Instant>,
     /// A hash of the caller's tenant key.
     tenant: Option<u64>,
+
+    /// The caller's attempt number (1 = first; 0 = not known, read as 1).
+    attempt: u32,
 }
 
 /// The current limiter (`None`: the process-wide one) and deadline.
@@ -47,6 +50,10 @@ pub(crate) fn current_deadline() -> Option<Instant> {
 
 pub(crate) fn current_tenant() -> Option<u64> {
     CONTEXT.try_with(|c| c.tenant).ok().flatten()
+}
+
+pub(crate) fn current_attempt() -> u32 {
+    CONTEXT.try_with(|c| c.attempt).unwrap_or(0).max(1)
 }
 
 /// Runs `future` with the context it is first polled in, changed by
@@ -87,4 +94,8 @@ pub(crate) fn scope_deadline<F: Future>(
 
 pub(crate) fn scope_tenant<F: Future>(tenant: u64, future: F) -> impl Future<Output = F::Output> {
     scope(move |c| c.tenant = Some(tenant), future)
+}
+
+pub(crate) fn scope_attempt<F: Future>(attempt: u32, future: F) -> impl Future<Output = F::Output> {
+    scope(move |c| c.attempt = attempt, future)
 }

@@ -8,9 +8,13 @@
 pub mod adaptive;
 #[cfg(feature = "http")]
 mod agent_check;
+
+mod attempt;
 #[cfg(feature = "axum")]
 mod axum;
 mod class;
+#[cfg(feature = "client")]
+pub mod client;
 mod config;
 mod context;
 mod deadline;
@@ -33,6 +37,8 @@ pub mod tonic;
 
 #[cfg(feature = "http")]
 pub use agent_check::serve_agent_check;
+
+pub use attempt::{attempt, with_attempt};
 pub use class::ClassSpec;
 pub use config::{
     Config, ConfigErrors, Problem, UnknownClass, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES,

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use tower_layer::Layer;
 use tower_service::Service;
 
+use super::attempt::{AttemptHeaders, RetryStats};
 use super::body::GuardedBody;
 use super::deadline::DeadlineHeaders;
 use super::problem::refusal_response;
@@ -157,6 +158,8 @@ pub struct ShedLayer<C> {
     classify: C,
     deadlines: DeadlineHeaders,
     limiter: Option<Limiter>,
+    attempts: AttemptHeaders,
+    retries: RetryStats,
 }
 
 impl<C> ShedLayer<C> {
@@ -166,6 +169,8 @@ impl<C> ShedLayer<C> {
             classify,
             deadlines: DeadlineHeaders::default(),
             limiter: None,
+            attempts: AttemptHeaders::default(),
+            retries: RetryStats::default(),
         }
     }
 
@@ -174,6 +179,20 @@ impl<C> ShedLayer<C> {
     pub fn deadlines(mut self, deadlines: DeadlineHeaders) -> Self {
         self.deadlines = deadlines;
         self
+    }
+
+    /// Where a request's attempt number comes from (default:
+    /// `grpc-previous-rpc-attempts`, `x-envoy-attempt-count`,
+    /// `x-shed-attempt`). Handlers read it with [`crate::attempt`].
+    pub fn attempts(mut self, attempts: AttemptHeaders) -> Self {
+        self.attempts = attempts;
+        self
+    }
+
+    /// First attempts and retries admitted and shed by this layer (and its
+    /// clones), per class: the server's measure of retry amplification.
+    pub fn retry_stats(&self) -> RetryStats {
+        self.retries.clone()
     }
 
     /// Admits through `limiter` instead of the current one; `#[shed]` fns
@@ -233,12 +252,16 @@ where
         }
         let arrived = Instant::now();
         let deadline = self.layer.deadlines.deadline(request.headers());
+        let attempt = self.layer.attempts.attempt(request.headers());
+        let retries = self.layer.retries.clone();
         let limiter = self.layer.limiter.clone();
         let work = async move {
             match classification {
                 Classification::Guard(policy) => {
                     let current = limiter.clone().unwrap_or_else(Limiter::current);
-                    match current.acquire_as(policy).await {
+                    let admission = current.acquire_as(policy).await;
+                    retries.record(policy.class(), attempt, admission.is_ok());
+                    match admission {
                         Ok(permit) => {
                             let response = inner.call(request).await?;
                             Ok(response
@@ -249,14 +272,25 @@ where
                 }
                 _ => {
                     let response = inner.call(request).await?;
+                    retries.record("handler", attempt, !is_refusal(&response));
                     Ok(response.map(GuardedBody::unguarded))
                 }
             }
         };
-        let work = crate::with_deadline(deadline, work);
+        let work = crate::with_attempt(attempt, crate::with_deadline(deadline, work));
         match self.layer.limiter.clone() {
             Some(limiter) => Box::pin(limiter.scope(work)),
             None => Box::pin(work),
         }
     }
+}
+
+/// Whether a handler refused: shed's refusal responses are the only `503`s
+/// with a problem body.
+fn is_refusal<B>(response: &Response<B>) -> bool {
+    response.status() == http::StatusCode::SERVICE_UNAVAILABLE
+        && response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v == "application/problem+json")
 }

@@ -15,12 +15,14 @@
 //! # let _ = layer;
 //! ```
 
+mod attempt;
 mod body;
 mod deadline;
 mod layer;
 mod orca;
 mod problem;
 
+pub use attempt::{AttemptCounts, AttemptHeaders, RetryStats};
 pub use body::GuardedBody;
 pub use deadline::{parse_grpc_timeout, parse_timeout, DeadlineHeaders};
 pub use layer::{Classification, Classify, Routes, Shed, ShedLayer};
