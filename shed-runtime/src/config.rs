@@ -213,6 +213,19 @@ impl Config {
         self
     }
 
+    /// Whether a retry waits behind the first attempts of its class (on by
+    /// default): a call whose [`attempt`](crate::attempt) is above 1 (the
+    /// HTTP layer reads it from `grpc-previous-rpc-attempts`,
+    /// `x-envoy-attempt-count` or `x-shed-attempt`) is served only when no
+    /// first attempt of its class waits, and is the first of its class
+    /// evicted from a full queue. Its caller has a plan for failure; a
+    /// first attempt's may not. Off: retries wait in arrival order like
+    /// any call.
+    pub fn retries_yield(mut self, on: bool) -> Self {
+        self.discipline.retries_yield = on;
+        self
+    }
+
     /// The configured classes, in order.
     pub fn class_specs(&self) -> &[ClassSpec] {
         &self.classes

@@ -148,11 +148,12 @@ impl Core {
         }
         let rank = state.spec.rank();
         let rank_of = |c: usize| self.classes[c].spec.rank();
+        let evictable = queue.evictable_by(rank_of, rank, waiter.class, waiter.retry);
         let room_after_evicting = self
             .queue_bound
-            .saturating_sub(queue.queued_weight() - queue.weight_below(rank_of, rank));
+            .saturating_sub(queue.queued_weight() - evictable);
         if waiter.weight > room_after_evicting {
-            // Even evicting every lower class would not make room: refuse
+            // Even evicting everybody it may would not make room: refuse
             // without evicting anybody.
             self.refuse_overflow(&mut queue, waiter, Reason::QueueFull);
             return waiter.status();
@@ -168,8 +169,8 @@ impl Core {
         let mut evicted = false;
         while queue.queued_weight() > self.queue_bound {
             let victim = queue
-                .evict_below(rank_of, rank)
-                .expect("checked above: lower classes hold enough weight");
+                .evict_for(rank_of, rank, waiter.class, waiter.retry)
+                .expect("checked above: enough weight is evictable");
             self.refuse_overflow(&mut queue, &victim, Reason::QueueFull);
             evicted = true;
         }
@@ -494,7 +495,7 @@ mod tests {
     }
 
     fn waiter(class: usize, weight: u64, arrived: Instant) -> Arc<Waiter> {
-        Waiter::new(class, weight, arrived, None, None)
+        Waiter::new(class, weight, arrived, None, None, false)
     }
 
     #[test]

@@ -50,7 +50,7 @@ impl Default for Codel {
 }
 
 /// How the queue is served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Discipline {
     /// How a standing queue is recognised.
     pub(crate) detector: Codel,
@@ -58,6 +58,19 @@ pub(crate) struct Discipline {
     pub(crate) codel_drops: bool,
     /// Serve the newest waiter first while the queue stands.
     pub(crate) lifo: bool,
+    /// Serve a class's retries after its first attempts.
+    pub(crate) retries_yield: bool,
+}
+
+impl Default for Discipline {
+    fn default() -> Self {
+        Self {
+            detector: Codel::default(),
+            codel_drops: false,
+            lifo: false,
+            retries_yield: true,
+        }
+    }
 }
 
 impl Discipline {

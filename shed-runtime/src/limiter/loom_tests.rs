@@ -29,7 +29,7 @@ fn acquire(core: &Core) -> Result<(), Arc<Waiter>> {
     if core.try_acquire(0, 1).is_some() {
         return Ok(());
     }
-    let waiter = Waiter::new(0, 1, Instant::now(), None, None);
+    let waiter = Waiter::new(0, 1, Instant::now(), None, None, false);
     match core.enqueue(&waiter) {
         Status::Granted => Ok(()),
         Status::Pending => Err(waiter),
@@ -73,7 +73,7 @@ fn loom_cancel_racing_a_release_leaks_nothing() {
     loom::model(|| {
         let core = core(1, 1.0);
         assert!(core.try_acquire(0, 1).is_some());
-        let waiter = Waiter::new(0, 1, Instant::now(), None, None);
+        let waiter = Waiter::new(0, 1, Instant::now(), None, None, false);
         assert_eq!(core.enqueue(&waiter), Status::Pending);
         let releaser = {
             let core = core.clone();
@@ -140,7 +140,7 @@ fn acquire_as(core: &Core, class: usize, weight: u64) -> Result<(), Arc<Waiter>>
     if core.try_acquire(class, weight).is_some() {
         return Ok(());
     }
-    let waiter = Waiter::new(class, weight, Instant::now(), None, None);
+    let waiter = Waiter::new(class, weight, Instant::now(), None, None, false);
     match core.enqueue(&waiter) {
         Status::Granted => Ok(()),
         Status::Pending => Err(waiter),
@@ -320,7 +320,7 @@ fn loom_a_class_switched_off_never_keeps_a_call_that_queues_meanwhile() {
             })
         };
         // A call that saw the class on, then queues.
-        let waiter = Waiter::new(1, 1, Instant::now(), None, None);
+        let waiter = Waiter::new(1, 1, Instant::now(), None, None, false);
         if core.classes[1].is_enabled() {
             assert_ne!(
                 core.enqueue(&waiter),

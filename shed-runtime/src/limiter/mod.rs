@@ -451,7 +451,8 @@ impl Held {
             }
         }
         let timer = Admission::timer(gives_up.0);
-        let waiter = Waiter::new(class, weight, arrived, Some(gives_up), deadline);
+        let retry = self.core.discipline.retries_yield && crate::context::current_attempt() > 1;
+        let waiter = Waiter::new(class, weight, arrived, Some(gives_up), deadline, retry);
         match self.core.enqueue(&waiter) {
             Status::Pending => Admission::waiting(self, waiter, timer, name, expected, stats),
             status => Admission::settled(self, waiter, status, name, expected, stats),

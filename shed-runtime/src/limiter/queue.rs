@@ -33,6 +33,9 @@ pub(crate) struct Waiter {
     pub(crate) gives_up: Option<(Instant, Reason)>,
     /// The caller's deadline, handed on to the permit.
     pub(crate) deadline: Option<Instant>,
+    /// A retry of the caller's request, served after the class's first
+    /// attempts (when the limiter lets retries yield).
+    pub(crate) retry: bool,
     /// The order in which it was queued: with `arrived`, its place in its
     /// class's queue (set under the queue lock).
     seq: AtomicU64,
@@ -47,6 +50,7 @@ impl Waiter {
         arrived: Instant,
         gives_up: Option<(Instant, Reason)>,
         deadline: Option<Instant>,
+        retry: bool,
     ) -> Arc<Self> {
         Arc::new(Self {
             class,
@@ -54,6 +58,7 @@ impl Waiter {
             arrived,
             gives_up,
             deadline,
+            retry,
             seq: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
             waker: WakerSlot::new(),
@@ -104,18 +109,65 @@ pub(crate) enum End {
     Back,
 }
 
-/// The waiters of every class, in arrival order within a class.
+/// The waiters of one class: first attempts, then retries, each in
+/// arrival order.
+#[derive(Debug, Default)]
+struct ClassQueue {
+    first: VecDeque<Arc<Waiter>>,
+    retries: VecDeque<Arc<Waiter>>,
+}
+
+/// A waiter's place: arrival, then queueing order.
+fn key(waiter: &Waiter) -> (Instant, u64) {
+    (waiter.arrived, waiter.seq.load(Ordering::Relaxed))
+}
+
+impl ClassQueue {
+    fn band(&mut self, retry: bool) -> &mut VecDeque<Arc<Waiter>> {
+        if retry {
+            &mut self.retries
+        } else {
+            &mut self.first
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_empty() && self.retries.is_empty()
+    }
+
+    /// The band served next: first attempts while there are any.
+    fn served(&self) -> &VecDeque<Arc<Waiter>> {
+        if self.first.is_empty() {
+            &self.retries
+        } else {
+            &self.first
+        }
+    }
+
+    /// Whether the oldest waiter of the class is a retry.
+    fn oldest_is_retry(&self) -> bool {
+        match (self.first.front(), self.retries.front()) {
+            (Some(first), Some(retry)) => key(retry) < key(first),
+            (None, Some(_)) => true,
+            _ => false,
+        }
+    }
+}
+
+/// The waiters of every class, in arrival order within a class (first
+/// attempts ahead of retries, see [`ClassQueue`]).
 #[derive(Debug)]
 pub(crate) struct WaitQueue {
-    per_class: Vec<VecDeque<Arc<Waiter>>>,
+    per_class: Vec<ClassQueue>,
     /// CoDel's state, if the limiter uses CoDel.
     pub(crate) codel: super::discipline::CodelState,
     /// Class indices from the highest priority (rank 0) down; ties keep
     /// configuration order.
     pub(crate) by_rank: Vec<usize>,
     queued_weight: u64,
-    /// The weight queued in each class.
+    /// The weight queued in each class, and in its retries.
     class_weight: Vec<u64>,
+    retry_weight: Vec<u64>,
     len: usize,
     /// Sequence numbers handed out by [`WaitQueue::push`].
     next_seq: u64,
@@ -129,9 +181,10 @@ pub(crate) struct WaitQueue {
 impl WaitQueue {
     pub(crate) fn new(by_rank: Vec<usize>) -> Self {
         Self {
-            per_class: by_rank.iter().map(|_| VecDeque::new()).collect(),
+            per_class: by_rank.iter().map(|_| ClassQueue::default()).collect(),
             class_flags: by_rank.iter().map(|_| false).collect(),
             class_weight: by_rank.iter().map(|_| 0).collect(),
+            retry_weight: by_rank.iter().map(|_| 0).collect(),
             codel: Default::default(),
             by_rank,
             queued_weight: 0,
@@ -153,25 +206,28 @@ impl WaitQueue {
         self.queued_weight
     }
 
-    /// Queues `waiter` in arrival order within its class. Arrival times
-    /// are read before the lock is taken, so a caller can be overtaken on
-    /// the way in; it is then placed by its arrival, keeping each class's
-    /// queue sorted (which the searches below rely on).
+    /// Queues `waiter` in arrival order within its class and band. Arrival
+    /// times are read before the lock is taken, so a caller can be
+    /// overtaken on the way in; it is then placed by its arrival, keeping
+    /// each band sorted (which the searches below rely on).
     pub(crate) fn push(&mut self, waiter: Arc<Waiter>) {
         self.queued_weight += waiter.weight;
         self.class_weight[waiter.class] += waiter.weight;
+        if waiter.retry {
+            self.retry_weight[waiter.class] += waiter.weight;
+        }
         self.len += 1;
         waiter.seq.store(self.next_seq, Ordering::Relaxed);
         self.next_seq += 1;
-        let queue = &mut self.per_class[waiter.class];
-        if queue
+        let band = self.per_class[waiter.class].band(waiter.retry);
+        if band
             .back()
             .is_none_or(|last| last.arrived <= waiter.arrived)
         {
-            queue.push_back(waiter);
+            band.push_back(waiter);
         } else {
-            let at = queue.partition_point(|w| w.arrived <= waiter.arrived);
-            queue.insert(at, waiter);
+            let at = band.partition_point(|w| w.arrived <= waiter.arrived);
+            band.insert(at, waiter);
         }
     }
 
@@ -180,12 +236,21 @@ impl WaitQueue {
         !self.per_class[class].is_empty()
     }
 
-    /// The total weight queued in classes ranked below `rank`.
-    pub(crate) fn weight_below(&self, rank_of: impl Fn(usize) -> u32, rank: u32) -> u64 {
-        (0..self.per_class.len())
+    /// The weight an arrival of `class` (ranked `rank`, a `retry` or not)
+    /// may evict: every waiter of a class ranked below it, and the
+    /// retries of its own class if it is a first attempt.
+    pub(crate) fn evictable_by(
+        &self,
+        rank_of: impl Fn(usize) -> u32,
+        rank: u32,
+        class: usize,
+        retry: bool,
+    ) -> u64 {
+        let below: u64 = (0..self.per_class.len())
             .filter(|&c| rank_of(c) > rank)
             .map(|c| self.class_weight[c])
-            .sum()
+            .sum();
+        below + if retry { 0 } else { self.retry_weight[class] }
     }
 
     /// Records that class `c`'s waiters flag is now `on`; returns whether
@@ -197,47 +262,82 @@ impl WaitQueue {
     /// How many waiters of `class` arrived after `since`.
     pub(crate) fn arrived_after(&self, class: usize, since: Instant) -> usize {
         let queue = &self.per_class[class];
-        queue.len() - queue.partition_point(|w| w.arrived <= since)
+        [&queue.first, &queue.retries]
+            .into_iter()
+            .map(|band| band.len() - band.partition_point(|w| w.arrived <= since))
+            .sum()
     }
 
+    /// The oldest waiter of `class`, first attempt or retry.
     pub(crate) fn head(&self, class: usize) -> Option<&Arc<Waiter>> {
-        self.per_class[class].front()
-    }
-
-    pub(crate) fn pop_head(&mut self, class: usize) -> Option<Arc<Waiter>> {
-        self.pop(class, End::Front)
-    }
-
-    pub(crate) fn peek(&self, class: usize, end: End) -> Option<&Arc<Waiter>> {
-        match end {
-            End::Front => self.per_class[class].front(),
-            End::Back => self.per_class[class].back(),
+        let queue = &self.per_class[class];
+        if queue.oldest_is_retry() {
+            queue.retries.front()
+        } else {
+            queue.first.front()
         }
     }
 
+    /// Removes the oldest waiter of `class`.
+    pub(crate) fn pop_head(&mut self, class: usize) -> Option<Arc<Waiter>> {
+        let queue = &mut self.per_class[class];
+        let retry = queue.oldest_is_retry();
+        let waiter = queue.band(retry).pop_front()?;
+        self.forget(&waiter);
+        Some(waiter)
+    }
+
+    /// The waiter of `class` to serve next: from `end` of its first
+    /// attempts, or of its retries when no first attempt waits.
+    pub(crate) fn peek(&self, class: usize, end: End) -> Option<&Arc<Waiter>> {
+        let band = self.per_class[class].served();
+        match end {
+            End::Front => band.front(),
+            End::Back => band.back(),
+        }
+    }
+
+    /// Removes the waiter [`WaitQueue::peek`] shows.
     pub(crate) fn pop(&mut self, class: usize, end: End) -> Option<Arc<Waiter>> {
+        let queue = &mut self.per_class[class];
+        let retry = queue.first.is_empty();
+        let band = queue.band(retry);
         let waiter = match end {
-            End::Front => self.per_class[class].pop_front(),
-            End::Back => self.per_class[class].pop_back(),
+            End::Front => band.pop_front(),
+            End::Back => band.pop_back(),
         }?;
         self.forget(&waiter);
         Some(waiter)
     }
 
-    /// Removes the newest waiter of the lowest-priority class ranked below
-    /// `rank`, to make room for a more important arrival.
-    pub(crate) fn evict_below(
+    /// Removes a waiter to make room for an arrival of `class` (ranked
+    /// `rank`, a `retry` or not): the newest (a retry if there is one) of
+    /// the lowest-priority class ranked below it, else, for a first
+    /// attempt, the newest retry of its own class.
+    pub(crate) fn evict_for(
         &mut self,
         rank_of: impl Fn(usize) -> u32,
         rank: u32,
+        class: usize,
+        retry: bool,
     ) -> Option<Arc<Waiter>> {
-        let class = self
+        let lower = self
             .by_rank
             .iter()
             .rev()
             .copied()
-            .find(|&c| rank_of(c) > rank && !self.per_class[c].is_empty())?;
-        let waiter = self.per_class[class].pop_back()?;
+            .find(|&c| rank_of(c) > rank && !self.per_class[c].is_empty());
+        let waiter = match lower {
+            Some(c) => {
+                let queue = &mut self.per_class[c];
+                match queue.retries.pop_back() {
+                    Some(retry) => retry,
+                    None => queue.first.pop_back()?,
+                }
+            }
+            None if !retry => self.per_class[class].retries.pop_back()?,
+            None => return None,
+        };
         self.forget(&waiter);
         Some(waiter)
     }
@@ -246,13 +346,12 @@ impl WaitQueue {
     /// arrival and queueing order, so cancelling or expiring one of many
     /// waiters costs a search and a move of pointers, not a scan.
     pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
-        let key = |w: &Waiter| (w.arrived, w.seq.load(Ordering::Relaxed));
         let target = key(waiter);
-        let queue = &mut self.per_class[waiter.class];
-        let index = queue.partition_point(|w| key(w) < target);
-        match queue.get(index) {
+        let band = self.per_class[waiter.class].band(waiter.retry);
+        let index = band.partition_point(|w| key(w) < target);
+        match band.get(index) {
             Some(found) if Arc::ptr_eq(found, waiter) => {
-                queue.remove(index);
+                band.remove(index);
                 self.forget(waiter);
                 true
             }
@@ -263,6 +362,9 @@ impl WaitQueue {
     fn forget(&mut self, waiter: &Waiter) {
         self.queued_weight -= waiter.weight;
         self.class_weight[waiter.class] -= waiter.weight;
+        if waiter.retry {
+            self.retry_weight[waiter.class] -= waiter.weight;
+        }
         self.len -= 1;
     }
 }
