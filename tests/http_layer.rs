@@ -1,5 +1,6 @@
-//! The tower layer and the HTTP responses, on the paused clock, without
-//! sockets (the load test in `tests/load_test.rs` uses real ones).
+//! The tower layer and the HTTP responses, on the paused clock; without
+//! sockets except for the slow reader, which needs a real one (the load
+//! test in `tests/load_test.rs` uses real ones too).
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -177,12 +178,16 @@ async fn nested_work() -> Result<Option<Duration>, Rejected> {
     Ok(shed::deadline().map(|d| d - tokio::time::Instant::now()))
 }
 
+fn millis(left: Option<Duration>) -> String {
+    left.map_or("none".into(), |d| d.as_millis().to_string())
+}
+
 #[tokio::test(start_paused = true)]
-async fn deadlines_come_from_headers_capped_by_the_server_and_reach_nested_calls() {
+async fn client_deadlines_come_from_headers_capped_by_the_server_and_reach_nested_calls() {
     let limiter = limiter(4);
     let app = Router::new().route(
         "/work",
-        get(|| async { format!("{:?}", nested_work().await.unwrap().unwrap().as_millis()) }),
+        get(|| async { millis(nested_work().await.unwrap()) }),
     );
     let service = ShedLayer::new(Routes::new("critical").by_handler("/work"))
         .deadlines(DeadlineHeaders::default().max(Duration::from_secs(2)))
@@ -199,8 +204,11 @@ async fn deadlines_come_from_headers_capped_by_the_server_and_reach_nested_calls
         (Some(("x-request-timeout", "250")), "250"),
         (Some(("grpc-timeout", "100m")), "100"),
         (Some(("x-request-timeout", "99999999")), "2000"),
-        (Some(("x-request-timeout", "-1")), "2000"),
-        (None, "2000"),
+        // Malformed or absent: no deadline in the handler, so nested
+        // `#[shed]` calls keep their fast path (the cap still bounds how
+        // long the answer may take to count as in time).
+        (Some(("x-request-timeout", "-1")), "none"),
+        (None, "none"),
     ] {
         let response = service.clone().oneshot(ask(header)).await.unwrap();
         let body = response.into_body().collect().await.unwrap().to_bytes();
@@ -240,9 +248,10 @@ async fn annotated_axum_handlers_refuse_with_503_or_fall_back() {
             "/recommendations",
             get(|| async { recommendations(7).await }),
         );
-    let service = ShedLayer::new(Routes::new("critical").otherwise(Classification::ByHandler))
-        .limiter(limiter.clone())
-        .layer(app);
+    let layer = ShedLayer::new(Routes::new("critical").otherwise(Classification::ByHandler))
+        .limiter(limiter.clone());
+    let counters = layer.counters();
+    let service = layer.layer(app);
     limiter.set_class_enabled("background", false).unwrap();
     limiter.set_class_enabled("optional", false).unwrap();
 
@@ -256,6 +265,12 @@ async fn annotated_axum_handlers_refuse_with_503_or_fall_back() {
         .await
         .unwrap();
     assert_eq!(degraded.status(), StatusCode::OK);
+    assert_eq!(
+        degraded.headers()["shed-degraded"],
+        "fallback",
+        "a degraded answer says so"
+    );
+    assert_eq!(counters.degraded(), 1);
     let body = degraded.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(&body[..], b"[7]", "the fallback's cached answer");
     let optional = limiter.stats().class("optional").unwrap().clone();
@@ -266,6 +281,8 @@ async fn annotated_axum_handlers_refuse_with_503_or_fall_back() {
 
     limiter.set_class_enabled("optional", true).unwrap();
     let full = service.oneshot(get_req("/recommendations")).await.unwrap();
+    assert!(!full.headers().contains_key("shed-degraded"));
+    assert_eq!(counters.degraded(), 1);
     let body = full.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(&body[..], b"[7,8,9]");
 }
@@ -368,4 +385,157 @@ async fn the_prometheus_page_has_the_documented_series() {
         assert!(page.contains(series), "missing {series} in:\n{page}");
     }
     drop(held);
+}
+
+/// A body that streams 16 KiB chunks for ever, as fast as it is polled.
+fn endless() -> Body {
+    struct Endless;
+    impl futures_core::Stream for Endless {
+        type Item = Result<Bytes, Infallible>;
+        fn poll_next(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            std::task::Poll::Ready(Some(Ok(Bytes::from(vec![b'x'; 16 * 1024]))))
+        }
+    }
+    Body::from_stream(Endless)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_reader_holds_its_slots_no_longer_than_the_maximum_hold_time() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let limiter = limiter(1);
+    let app = Router::new()
+        .route("/stream", get(|| async { endless() }))
+        .route("/x", get(|| async { "x" }));
+    let layer = ShedLayer::new(Routes::new("critical"))
+        .limiter(limiter.clone())
+        .max_hold(Duration::from_secs(5));
+    let counters = layer.counters();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app.layer(layer)).await.unwrap() });
+
+    // The client asks for the endless stream, reads the head and a little
+    // of the body, then stops reading: the socket buffers fill and the
+    // server stops polling the body.
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"GET /stream HTTP/1.1\r\nhost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut head = [0u8; 64];
+    slow.read_exact(&mut head).await.unwrap();
+    assert!(head.starts_with(b"HTTP/1.1 200"), "{head:?}");
+    assert_eq!(limiter.in_flight(), 1, "the stream holds the only slot");
+
+    // Before the hold time is up, everybody else is refused...
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(fetch(addr, "/x").await, 503);
+    assert_eq!(counters.hold_expired(), 0);
+    // ...after it, the slot is back although the client still reads nothing.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        limiter.in_flight(),
+        0,
+        "given back at the maximum hold time"
+    );
+    assert_eq!(counters.hold_expired(), 1, "and counted");
+    assert_eq!(fetch(addr, "/x").await, 200);
+    drop(slow);
+}
+
+/// The status of a one-shot HTTP/1.1 request over a fresh connection.
+async fn fetch(addr: std::net::SocketAddr, path: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    std::str::from_utf8(&response[9..12])
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_can_be_cut_at_its_maximum_hold_time_and_a_handler_can_set_its_own() {
+    let limiter = limiter(2);
+    let inner = service_fn(|req: Request<Body>| async move {
+        let mut response = Response::new(Body::from_stream(Pending));
+        if req.uri().path() == "/export" {
+            response
+                .extensions_mut()
+                .insert(shed::http::MaxHold(Duration::from_secs(60)));
+        }
+        Ok::<_, Infallible>(response)
+    });
+    let layer = ShedLayer::new(Routes::new("critical"))
+        .limiter(limiter.clone())
+        .max_hold(Duration::from_secs(2))
+        .cut_at_max_hold(true);
+    let counters = layer.counters();
+    let service = layer.layer(inner);
+
+    let stuck = service.clone().oneshot(get_req("/x")).await.unwrap();
+    let export = service.oneshot(get_req("/export")).await.unwrap();
+    let collect = tokio::spawn(stuck.into_body().collect());
+    let export = tokio::spawn(export.into_body().collect());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let error = collect.await.unwrap().unwrap_err();
+    assert!(error.is::<shed::http::HoldExpired>(), "{error}");
+    assert_eq!(counters.hold_expired(), 1);
+    assert_eq!(
+        limiter.in_flight(),
+        1,
+        "the export's own hold time is longer"
+    );
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert!(export.await.unwrap().is_err(), "cut too");
+    assert_eq!(limiter.in_flight(), 0);
+    assert_eq!(counters.hold_expired(), 2);
+}
+
+/// A body stream that never yields.
+struct Pending;
+
+impl futures_core::Stream for Pending {
+    type Item = Result<Bytes, Infallible>;
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        std::task::Poll::Pending
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_service_time_is_measured_to_the_response_head_not_the_body_drain() {
+    let limiter = limiter(4);
+    let inner = service_fn(|_req: Request<Body>| async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let slow = futures_stream(vec!["a", "b", "c"]);
+        Ok::<_, Infallible>(Response::new(Body::from_stream(slow)))
+    });
+    let routes = Routes::new("critical").route("/slow-read", "critical", 1);
+    let policy = routes.policies().get("/slow-read").unwrap();
+    let service = ShedLayer::new(routes).limiter(limiter.clone()).layer(inner);
+    for _ in 0..5 {
+        // A deadline makes every admission timed, not one in a sample.
+        let request = Request::get("/slow-read")
+            .header("x-request-timeout", "60s")
+            .body(Body::empty())
+            .unwrap();
+        let response = service.clone().oneshot(request).await.unwrap();
+        // The client takes 10 s to read the body.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        response.into_body().collect().await.unwrap();
+    }
+    let expected = policy.expected_service().expect("measured");
+    assert!(
+        expected < Duration::from_millis(200),
+        "the handler's 100 ms, not the reader's 10 s: {expected:?}"
+    );
 }

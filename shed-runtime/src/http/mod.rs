@@ -16,11 +16,16 @@
 //! ```
 
 mod body;
+mod counters;
 mod deadline;
+mod degraded;
 mod layer;
 mod problem;
 
-pub use body::GuardedBody;
+pub use body::{BoxError, GuardedBody, HoldExpired, MaxHold};
+pub use counters::HttpCounters;
 pub use deadline::{parse_grpc_timeout, parse_timeout, DeadlineHeaders};
+pub(crate) use degraded::note_fallback;
+pub use degraded::{DEGRADED_FALLBACK, DEGRADED_HEADER};
 pub use layer::{Classification, Classify, Routes, Shed, ShedLayer};
 pub use problem::{problem_json, reason_label, refusal_response, retry_after_secs, PROBLEM_TYPE};

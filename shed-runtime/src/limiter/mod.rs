@@ -451,6 +451,8 @@ pub fn count_fallback(policy: &'static Policy) {
     if let Ok(class) = held.policy_class(policy) {
         held.core.classes[class].counters.count_fallback();
     }
+    #[cfg(feature = "http")]
+    crate::http::note_fallback();
 }
 
 /// Not public API: what `#[shed]` expands to.

@@ -68,6 +68,17 @@ impl Permit {
         }
     }
 
+    /// Records the call's service time now rather than when the permit is
+    /// dropped, for integrations whose work ends before the slots are
+    /// given back: the HTTP layer marks a response served at its head, so
+    /// a slow reader draining the body does not inflate the learned
+    /// service time. The drop then records nothing more.
+    pub fn mark_served(&mut self) {
+        if let Some(held) = &self.held {
+            record_service(held, self.class, self.start.take(), self.stats);
+        }
+    }
+
     /// The slots this permit holds (0 when the limiter is bypassed).
     pub fn weight(&self) -> u64 {
         self.weight
@@ -94,14 +105,24 @@ impl Drop for Permit {
                 .counters
                 .count_served(None, in_time);
         }
-        if let Some(start) = self.start {
-            let took = start.elapsed();
-            if let Some(stats) = self.stats {
-                stats.observe(took);
-            }
-            held.core.classes[self.class].counters.record_service(took);
-            held.window.record(took, held.core.snapshot().in_flight);
-        }
+        record_service(&held, self.class, self.start.take(), self.stats);
         held.core.release(self.class, self.weight);
+    }
+}
+
+/// Records the service time of a call started at `start`, if measured.
+fn record_service(
+    held: &Held,
+    class: usize,
+    start: Option<Instant>,
+    stats: Option<&'static PolicyStats>,
+) {
+    if let Some(start) = start {
+        let took = start.elapsed();
+        if let Some(stats) = stats {
+            stats.observe(took);
+        }
+        held.core.classes[class].counters.record_service(took);
+        held.window.record(took, held.core.snapshot().in_flight);
     }
 }
