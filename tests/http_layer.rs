@@ -53,8 +53,8 @@ async fn a_refused_request_gets_503_retry_after_and_a_problem_body_and_never_rea
         .parse()
         .unwrap();
     assert!(
-        (5..=7).contains(&retry_after),
-        "5 s for a switched-off class, plus jitter: {retry_after}"
+        (21..=39).contains(&retry_after),
+        "30 s ± 30% for a switched-off class: {retry_after}"
     );
     assert_eq!(
         response.headers()["content-type"],
@@ -65,8 +65,15 @@ async fn a_refused_request_gets_503_retry_after_and_a_problem_body_and_never_rea
     assert_eq!(problem["type"], "urn:shed:overloaded");
     assert_eq!(problem["reason"], "disabled");
     assert_eq!(problem["class"], "optional");
-    assert_eq!(problem["retryable"], true);
+    assert_eq!(
+        problem["retryable"], false,
+        "not until somebody switches it on"
+    );
     assert!(problem["title"].is_string());
+    assert!(
+        problem.get("name").is_none(),
+        "no internal names by default"
+    );
     assert_eq!(
         reached.load(Ordering::SeqCst),
         0,
@@ -287,25 +294,148 @@ async fn annotated_axum_handlers_refuse_with_503_or_fall_back() {
     assert_eq!(&body[..], b"[7,8,9]");
 }
 
-#[test]
-fn refusals_are_grpc_unavailable_with_retry_pushback() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
+#[tokio::test(start_paused = true)]
+async fn refusals_are_grpc_statuses_that_say_whether_and_when_to_retry() {
     let limiter = limiter(1);
-    limiter.set_class_enabled("optional", false).unwrap();
-    let refused = rt
-        .block_on(limiter.acquire("optional", 1, "Greeter/SayHello"))
+    let held = limiter.acquire("critical", 1, "holder").await.unwrap();
+    // Refused by the load: UNAVAILABLE, pushback in milliseconds.
+    let busy = limiter
+        .acquire("optional", 1, "Greeter/SayHello")
+        .await
         .unwrap_err();
-    let status = tonic::Status::from(refused);
+    assert!(busy.is_retryable());
+    let status = tonic::Status::from(busy.clone());
     assert_eq!(status.code(), tonic::Code::Unavailable);
-    assert!(status.message().contains("Greeter/SayHello"));
+    assert!(
+        !status.message().contains("Greeter/SayHello"),
+        "internal names stay inside: {}",
+        status.message()
+    );
+    let pushback: u128 = status
+        .metadata()
+        .get(shed::tonic::RETRY_PUSHBACK)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(pushback, busy.retry_after().as_millis());
+    assert!(pushback >= 1000);
+    drop(held);
+
+    // A switched-off class: do not retry (a negative pushback, gRFC A6).
+    limiter.set_class_enabled("optional", false).unwrap();
+    let off = limiter
+        .acquire("optional", 1, "Greeter/SayHello")
+        .await
+        .unwrap_err();
+    let status = tonic::Status::from(off);
+    assert_eq!(status.code(), tonic::Code::Unavailable);
     assert_eq!(
         status.metadata().get(shed::tonic::RETRY_PUSHBACK).unwrap(),
-        "5000"
+        "-1"
     );
-    let _: Bytes = Bytes::new();
+
+    // A deadline shorter than the call takes on an idle server.
+    let unmeetable = shed::with_timeout(
+        Duration::from_nanos(1),
+        limiter.acquire("critical", 1, "Greeter/SayHello"),
+    )
+    .await
+    .unwrap_err();
+    assert!(unmeetable.is_unmeetable_deadline() && !unmeetable.is_retryable());
+    let status = tonic::Status::from(unmeetable);
+    assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
+    assert!(status.metadata().get(shed::tonic::RETRY_PUSHBACK).is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_the_server_can_never_meet_is_a_504_without_retry_after() {
+    let limiter = Config::new()
+        .capacity(4)
+        .default_service_time(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let inner = service_fn(|_req: Request<Body>| async {
+        Ok::<_, Infallible>(Response::new(Body::from("ok")))
+    });
+    let service = ShedLayer::new(Routes::new("critical"))
+        .limiter(limiter.clone())
+        .layer(inner);
+    let ask = |timeout: &str| {
+        Request::get("/orders/1")
+            .header("x-request-timeout", timeout)
+            .body(Body::empty())
+            .unwrap()
+    };
+    // Idle server, 20 ms deadline, 100 ms expected service time.
+    let response = service.clone().oneshot(ask("20")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::GATEWAY_TIMEOUT);
+    assert!(!response.headers().contains_key("retry-after"));
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(problem["reason"], "deadline");
+    assert_eq!(problem["retryable"], false);
+    assert_eq!(problem["status"], 504);
+    // A deadline that can be met is served.
+    let ok = service.oneshot(ask("10s")).await.unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deadline_that_runs_out_in_the_queue_is_an_overload_answer_not_an_unmeetable_one() {
+    let limiter = limiter(1);
+    let _held = limiter.acquire("critical", 1, "holder").await.unwrap();
+    let refused = shed::with_timeout(
+        Duration::from_millis(5),
+        limiter.acquire("critical", 1, "waits"),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(refused.reason(), Reason::Deadline);
+    assert!(
+        refused.is_retryable(),
+        "the queue, not the deadline, was the problem"
+    );
+    let response: Response<String> = shed::http::refusal_response(&refused);
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().contains_key("retry-after"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_follows_the_backlog_and_spreads_across_refusals() {
+    // One slot, held; refusals of a full queue say how long the backlog
+    // takes to drain, jittered.
+    let limiter = Config::new().capacity(1).queue_bound(0).build().unwrap();
+    let _held = limiter.acquire("critical", 1, "holder").await.unwrap();
+    let mut suggestions = Vec::new();
+    let mut seconds = std::collections::BTreeMap::<u64, usize>::new();
+    for _ in 0..500 {
+        let refused = limiter.acquire("optional", 1, "r").await.unwrap_err();
+        assert_eq!(refused.reason(), Reason::QueueFull);
+        let response: Response<String> = shed::http::refusal_response(&refused);
+        let header: u64 = response.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        *seconds.entry(header).or_default() += 1;
+        suggestions.push(refused.retry_after().as_secs_f64());
+    }
+    let mean = suggestions.iter().sum::<f64>() / suggestions.len() as f64;
+    let min = suggestions.iter().copied().fold(f64::MAX, f64::min);
+    let max = suggestions.iter().copied().fold(0.0, f64::max);
+    assert!(min >= 1.0, "at least a second: {min}");
+    assert!(
+        min <= 0.8 * mean && max >= 1.2 * mean,
+        "spread of at least ±20%: {min:.2} {mean:.2} {max:.2}"
+    );
+    assert_eq!(
+        seconds.keys().copied().collect::<Vec<_>>(),
+        [1, 2],
+        "whole seconds vary too: {seconds:?}"
+    );
+    assert!(seconds[&1] > 100 && seconds[&2] > 100, "{seconds:?}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -21,6 +21,7 @@ mod overload;
 mod policy;
 mod readiness;
 mod rejected;
+mod retry_after;
 mod sync;
 #[cfg(feature = "tonic")]
 pub mod tonic;

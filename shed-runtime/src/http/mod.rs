@@ -28,4 +28,7 @@ pub use deadline::{parse_grpc_timeout, parse_timeout, DeadlineHeaders};
 pub(crate) use degraded::note_fallback;
 pub use degraded::{DEGRADED_FALLBACK, DEGRADED_HEADER};
 pub use layer::{Classification, Classify, Routes, Shed, ShedLayer};
-pub use problem::{problem_json, reason_label, refusal_response, retry_after_secs, PROBLEM_TYPE};
+pub use problem::{
+    problem_json, reason_label, refusal_response, refusal_status, retry_after_secs, PROBLEM_TYPE,
+    PROBLEM_TYPE_DEADLINE,
+};
