@@ -471,6 +471,40 @@ async fn readiness_turns_off_under_heavy_shedding_and_back_on_with_hysteresis() 
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn started_readiness_follows_the_load_on_a_tick_not_at_probe_time() {
+    let limiter = limiter(1);
+    limiter.set_class_enabled("background", false).unwrap();
+    let probed = shed::Readiness::new(limiter.clone()).thresholds(0.5, 0.1);
+    let ticking = shed::Readiness::new(limiter.clone())
+        .thresholds(0.5, 0.1)
+        .start();
+    let refuse = |n: u32| {
+        let limiter = limiter.clone();
+        async move {
+            for _ in 0..n {
+                let _ = limiter.acquire("background", 1, "r").await;
+            }
+        }
+    };
+    // Heavy shedding for 1.45 s, probed once, just after the first tick.
+    refuse(10).await;
+    tokio::time::sleep(Duration::from_millis(1050)).await;
+    assert!(!probed.is_ready() && !ticking.is_ready());
+    refuse(10).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Then a quiet spell: nobody asks, nobody probes.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        ticking.is_ready(),
+        "the tick closed the shedding window and then the quiet ones"
+    );
+    assert!(
+        !probed.is_ready(),
+        "probed only, the first window after the gap still holds the shedding"
+    );
+}
+
 #[shed(class = "optional", name = "http::impl_into_response")]
 async fn impl_into_response_style() -> Result<impl axum::response::IntoResponse, Rejected> {
     Ok((StatusCode::CREATED, "made"))
