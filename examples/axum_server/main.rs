@@ -19,9 +19,13 @@
 //! `ADMIN_TOKEN` set, every call needs `authorization: Bearer <token>`):
 //! - `GET /metrics`: Prometheus text, rendered at most once a second;
 //! - `GET /admin/policies`: the `#[shed]` fns and the route table;
+//! - `GET /admin/stats`: the limiter's figures as JSON;
 //! - `PUT /admin/classes/{class}` with `{"enabled": false}` as
 //!   `application/json` switches a class: a request no browser page can
 //!   send without a CORS preflight the server never approves.
+//!
+//! `QUERY_MS` (default 20) sets the database's query time, so the capacity
+//! is 16 slots / `QUERY_MS` (800 rps by default).
 //!
 //! Connections are limited (see `conn.rs`): 408 for heads not sent within
 //! 10 s, idle keep-alive connections closed after 60 s, and a cap below
@@ -236,6 +240,10 @@ pub fn admin_router(app: App) -> Router {
                 }))
             }),
         )
+        .route(
+            "/admin/stats",
+            get(|State(app): State<App>| async move { Json(app.limiter.stats()) }),
+        )
         .route("/admin/classes/{class}", put(switch_class))
         .layer(axum::middleware::from_fn_with_state(app.clone(), authorize))
         .with_state(app)
@@ -262,6 +270,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         env("PORT", "3000"),
         env("ADMIN_PORT", "9090"),
     );
+    // The database's query time: 20 ms makes 800 rps of capacity.
+    let query_ms: u64 = env("QUERY_MS", "20").parse()?;
     // Metrics first: the reporter registers its histograms with the
     // recorder installed here.
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
@@ -286,7 +296,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let app = App {
         readiness: Readiness::new(limiter.clone()).start(),
-        database: Arc::new(Database::new(16, Duration::from_millis(20))),
+        database: Arc::new(Database::new(16, Duration::from_millis(query_ms))),
         limiter,
         metrics: Some(metrics),
         admin_token: std::env::var("ADMIN_TOKEN").ok().map(Into::into),
