@@ -5,7 +5,9 @@
 #   scripts/soak.sh          3 minutes at 2x (1,600 rps on 800), release build, 30 s warm-up
 #   scripts/soak.sh --ci     30 s at 2x of a slower database (400 rps on 200), debug build, 10 s warm-up
 #
-# Needs only cargo: the load generator is the project's own (examples/soak.rs).
+# QUERY_MS, RPS, SOAK_SECONDS and WARMUP override the figures (keep RPS at
+# 2 x 16000 / QUERY_MS for "2x"). Needs only cargo: the load generator is
+# the project's own (examples/soak.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +16,7 @@ if [[ "${1:-}" == "--ci" ]]; then
 else
     profile=release; flags=(--release); query_ms=20; rps=1600; seconds=180; warmup=30
 fi
+query_ms=${QUERY_MS:-$query_ms}; rps=${RPS:-$rps}; seconds=${SOAK_SECONDS:-$seconds}; warmup=${WARMUP:-$warmup}
 port=${PORT:-3300}
 admin_port=${ADMIN_PORT:-9300}
 

@@ -42,11 +42,15 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// 10 s to send a head, 60 s idle, and a cap 64 descriptors below the
-    /// process's limit (for the listeners, the admin side and files).
+    /// 10 s to send a head, 60 s idle, and a cap of 4,096 connections or 64
+    /// descriptors below the process's limit (for the listeners, the admin
+    /// side and files), whichever is lower. The cap also bounds memory: a
+    /// server starved of CPU while clients keep connecting would otherwise
+    /// hold every connection up to the descriptor limit (about 10 kB each).
     fn default() -> Self {
+        let below_fd_limit = fd_limit().map_or(1024, |n| n.saturating_sub(64).max(16));
         Self {
-            max_connections: fd_limit().map_or(1024, |n| n.saturating_sub(64).max(16)),
+            max_connections: below_fd_limit.min(4096),
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
         }
