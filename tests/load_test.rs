@@ -21,6 +21,10 @@ use std::time::Duration;
 use shed::{Config, Mode, Readiness};
 use support::load::{self, LoadReport};
 
+/// The tests of this file measure over the wall clock: one at a time, so
+/// that one's connections do not starve the other's measurement.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Starts the example's router on a free loopback port: 4 slots in front
 /// of a 4-connection database at 20 ms a query, i.e. 200 rps of capacity.
 async fn serve(mode: Mode) -> std::net::SocketAddr {
@@ -58,6 +62,7 @@ async fn overload(mode: Mode) -> LoadReport {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_overload_refusals_are_503s_probes_answer_and_goodput_beats_no_shedding() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let shed = overload(Mode::Enforce).await;
     println!("shedding:     {}", shed.summary());
     let unshed = overload(Mode::Off).await;
@@ -117,6 +122,7 @@ async fn connection_limits_child_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_and_slow_header_connections_cannot_starve_health_probes() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     use std::io::BufRead;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
