@@ -1,8 +1,9 @@
 //! Calling a shed-guarded service through shed's client layer.
 //!
 //! ```text
-//! cargo run --example client --features axum,client                       # starts the axum example in-process
-//! cargo run --example client --features axum,client -- http://127.0.0.1:3000   # or calls a running one
+//! cargo run --example client --features axum,client           # starts the axum example in-process
+//! cargo run --example client --features axum,client -- http://127.0.0.1:3000 http://127.0.0.1:9090
+//!                                                   # or calls a running one (service, admin)
 //! ```
 //!
 //! Three calls, each under a deadline set with `shed::with_timeout`:
@@ -16,7 +17,7 @@
 //!    layer waits out the `Retry-After` and the retry succeeds.
 
 #[allow(dead_code)]
-#[path = "axum_server.rs"]
+#[path = "axum_server/main.rs"]
 mod server;
 
 use std::sync::Arc;
@@ -32,26 +33,36 @@ use tower::{Layer, Service, ServiceExt};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
-/// Starts the axum example on a free loopback port.
-async fn start_server() -> Result<String, Error> {
+/// Starts the axum example, its service and admin listeners on free
+/// loopback ports.
+async fn start_server() -> Result<(String, String), Error> {
     let limiter = shed::Config::new().capacity(16).build()?;
     let app = server::App {
         readiness: Arc::new(shed::Readiness::new(limiter.clone())),
         database: Arc::new(server::Database::new(16, Duration::from_millis(20))),
         limiter,
         metrics: None,
+        admin_token: None,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
+    let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let admin_base = format!("http://{}", admin.local_addr()?);
+    let admin_app = server::admin_router(app.clone());
     tokio::spawn(async move { axum::serve(listener, server::router(app)).await });
-    Ok(base)
+    tokio::spawn(async move { axum::serve(admin, admin_app).await });
+    Ok((base, admin_base))
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let base = match std::env::args().nth(1) {
-        Some(base) => base,
-        None => start_server().await?,
+    let mut args = std::env::args().skip(1);
+    let (base, admin) = match (args.next(), args.next()) {
+        (Some(base), admin) => (
+            base,
+            admin.unwrap_or_else(|| "http://127.0.0.1:9090".into()),
+        ),
+        (None, _) => start_server().await?,
     };
     println!("calling {base}\n");
 
@@ -99,16 +110,20 @@ async fn main() -> Result<(), Error> {
             Ok::<_, Error>(())
         }
     };
-    let switch = {
-        let (hyper, base) = (hyper.clone(), base.clone());
-        move |state: &'static str| {
-            let (hyper, base) = (hyper.clone(), base.clone());
-            async move {
-                let uri = format!("{base}/admin/classes/background/{state}");
-                let request = http::Request::post(uri).body(Empty::<Bytes>::new())?;
-                hyper.request(request).await?;
-                Ok::<_, Error>(())
-            }
+    // The admin listener switches classes with a JSON PUT.
+    let admin_client =
+        legacy::Client::builder(TokioExecutor::new()).build_http::<http_body_util::Full<Bytes>>();
+    let switch = move |state: &'static str| {
+        let (admin_client, admin) = (admin_client.clone(), admin.clone());
+        async move {
+            let enabled = state == "on";
+            let request = http::Request::put(format!("{admin}/admin/classes/background"))
+                .header("content-type", "application/json")
+                .body(http_body_util::Full::new(Bytes::from(format!(
+                    "{{\"enabled\": {enabled}}}"
+                ))))?;
+            admin_client.request(request).await?;
+            Ok::<_, Error>(())
         }
     };
 

@@ -10,7 +10,7 @@
 #[path = "../tests/support/load.rs"]
 mod load;
 #[allow(dead_code)]
-#[path = "axum_server.rs"]
+#[path = "axum_server/main.rs"]
 mod server;
 
 use std::sync::Arc;
@@ -32,16 +32,22 @@ async fn main() {
             .build()
             .expect("valid");
         let app = server::App {
-            readiness: Arc::new(Readiness::new(limiter.clone())),
+            readiness: Readiness::new(limiter.clone()).start(),
             database: Arc::new(server::Database::new(16, Duration::from_millis(20))),
             limiter,
             metrics: None,
+            admin_token: None,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("a port");
         let addr = listener.local_addr().expect("bound");
-        let server = tokio::spawn(async move { axum::serve(listener, server::router(app)).await });
+        let server = tokio::spawn(server::conn::serve(
+            listener,
+            server::router(app),
+            server::conn::Limits::default(),
+            Arc::default(),
+        ));
         let report = load::run(
             addr,
             &["/orders/1", "/orders/2", "/reports"],

@@ -8,7 +8,7 @@
 //! wide margins, because real sockets run on the wall clock.
 
 #[allow(dead_code)]
-#[path = "../examples/axum_server.rs"]
+#[path = "../examples/axum_server/main.rs"]
 mod server;
 #[allow(dead_code)]
 mod support {
@@ -21,18 +21,25 @@ use std::time::Duration;
 use shed::{Config, Mode, Readiness};
 use support::load::{self, LoadReport};
 
+/// The tests of this file measure over the wall clock: one at a time, so
+/// that one's connections do not starve the other's measurement.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Starts the example's router on a free loopback port: 4 slots in front
 /// of a 4-connection database at 20 ms a query, i.e. 200 rps of capacity.
 async fn serve(mode: Mode) -> std::net::SocketAddr {
     let limiter = Config::new().capacity(4).mode(mode).build().unwrap();
     let app = server::App {
-        readiness: Arc::new(Readiness::new(limiter.clone())),
+        readiness: Readiness::new(limiter.clone()).start(),
         database: Arc::new(server::Database::new(4, Duration::from_millis(20))),
         limiter,
         metrics: None,
+        admin_token: None,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    // axum's own server: this test measures shedding, the connection
+    // limits have a test of their own below.
     tokio::spawn(async move { axum::serve(listener, server::router(app)).await.unwrap() });
     addr
 }
@@ -52,6 +59,7 @@ async fn overload(mode: Mode) -> LoadReport {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_overload_refusals_are_503s_probes_answer_and_goodput_beats_no_shedding() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let shed = overload(Mode::Enforce).await;
     println!("shedding:     {}", shed.summary());
     let unshed = overload(Mode::Off).await;
@@ -77,4 +85,118 @@ async fn under_overload_refusals_are_503s_probes_answer_and_goodput_beats_no_she
         shed.in_time,
         unshed.in_time
     );
+}
+
+/// Serves the example in this process with tight connection limits and
+/// prints its port: run by the test below in a child process whose
+/// file-descriptor limit is lower than the number of connections.
+#[tokio::test]
+#[ignore = "a child process of idle_and_slow_header_connections_cannot_starve_health_probes"]
+async fn connection_limits_child_server() {
+    let limiter = Config::new().capacity(4).build().unwrap();
+    let app = server::App {
+        readiness: Readiness::new(limiter.clone()).start(),
+        database: Arc::new(server::Database::new(4, Duration::from_millis(20))),
+        limiter,
+        metrics: None,
+        admin_token: None,
+    };
+    let limits = server::conn::Limits {
+        header_timeout: Duration::from_secs(1),
+        idle_timeout: Duration::from_secs(60),
+        ..server::conn::Limits::default()
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!(
+        "PORT {} CAP {} FDS {:?}",
+        listener.local_addr().unwrap().port(),
+        limits.max_connections,
+        server::conn::fd_limit()
+    );
+    let stats = Arc::new(server::conn::Stats::default());
+    server::conn::serve(listener, server::router(app), limits, stats).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_slow_header_connections_cannot_starve_health_probes() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    use std::io::BufRead;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const FD_LIMIT: usize = 256;
+    const IDLE: usize = 600;
+    const SLOW: usize = 60;
+    // The server runs in a child process under `ulimit -n 256`.
+    let me = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n {FD_LIMIT} && exec \"$0\" connection_limits_child_server --exact --ignored --nocapture"
+        ))
+        .arg(&me)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("sh");
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let port: u16 = loop {
+        let line = lines.next().expect("the child prints its port").unwrap();
+        if let Some(rest) = line.strip_prefix("PORT ") {
+            println!("child: {line}");
+            break rest.split(' ').next().unwrap().parse().unwrap();
+        }
+    };
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+
+    // Slow headers first (they are not idle), then more idle connections
+    // than the child may open files.
+    let mut slow = Vec::new();
+    for _ in 0..SLOW {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /orders/1 HTTP/1.1\r\nhost: x\r\n")
+            .await
+            .unwrap();
+        slow.push(s);
+    }
+    let mut idle = Vec::new();
+    for _ in 0..IDLE {
+        idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let mut probes = Vec::new();
+    for _ in 0..10 {
+        let started = std::time::Instant::now();
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = Vec::new();
+        tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut response))
+            .await
+            .expect("the probe is answered")
+            .unwrap();
+        assert!(
+            response.starts_with(b"HTTP/1.1 200"),
+            "{:?}",
+            String::from_utf8_lossy(&response)
+        );
+        probes.push(started.elapsed());
+    }
+    probes.sort();
+    println!("health probes with {IDLE} idle and {SLOW} slow-header connections under ulimit -n {FD_LIMIT}: median {:?}, max {:?}", probes[5], probes[9]);
+
+    // The slow heads are answered 408 once their second is up.
+    let mut timed_out = 0;
+    for s in &mut slow {
+        let mut response = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut response)).await;
+        if read.is_ok() && response.starts_with(b"HTTP/1.1 408") {
+            timed_out += 1;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(timed_out, SLOW, "every slow head got a 408");
+    drop(idle);
 }

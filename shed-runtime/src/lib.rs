@@ -30,6 +30,7 @@ mod overload;
 mod policy;
 mod readiness;
 mod rejected;
+mod retry_after;
 mod sync;
 mod tenant;
 #[cfg(feature = "tonic")]

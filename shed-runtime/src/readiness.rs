@@ -2,7 +2,8 @@
 //! more than it should, so the load balancer moves traffic away — the
 //! fleet-level version of shedding — and ready again, with hysteresis.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -18,13 +19,22 @@ use crate::Limiter;
 /// hovering around one threshold does not flap. Liveness is a different
 /// question: never tie it to shedding.
 ///
+/// Servers [`start`](Readiness::start) it: a task then closes a window
+/// every `window`, whether or not anybody probes, and
+/// [`is_ready`](Readiness::is_ready) only reads the result. Unstarted, it
+/// closes a window when probed, so the first probe after a quiet spell
+/// averages over the whole gap.
+///
 /// ```
 /// use std::time::Duration;
 /// use shed_runtime::{Limiter, Readiness};
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
 /// let limiter = Limiter::builder().build().unwrap();
-/// let readiness = Readiness::new(limiter.clone()).thresholds(0.2, 0.05).window(Duration::from_secs(1));
+/// let readiness = Readiness::new(limiter.clone())
+///     .thresholds(0.2, 0.05)
+///     .window(Duration::from_secs(1))
+///     .start();
 /// assert!(readiness.is_ready());
 /// # }
 /// ```
@@ -35,6 +45,8 @@ pub struct Readiness {
     exit: f64,
     window: Duration,
     state: Mutex<State>,
+    /// Set once a task closes the windows on a tick.
+    ticking: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -63,7 +75,34 @@ impl Readiness {
                 refused,
                 last_rate: 0.0,
             }),
+            ticking: AtomicBool::new(false),
         }
+    }
+
+    /// Closes a window every [`window`](Readiness::window) on a task of the
+    /// current tokio runtime, so readiness follows the load continuously,
+    /// not when probed. The task ends when the last `Arc` is dropped.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn start(self) -> Arc<Self> {
+        let readiness = Arc::new(self);
+        readiness.ticking.store(true, Ordering::Relaxed);
+        let weak = Arc::downgrade(&readiness);
+        let window = readiness.window;
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(Instant::now() + window, window);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(readiness) = weak.upgrade() else {
+                    return;
+                };
+                readiness.close_window_if_due();
+            }
+        });
+        readiness
     }
 
     /// The refusal rates that turn the instance not-ready (`enter`) and
@@ -81,8 +120,17 @@ impl Readiness {
     }
 
     /// Whether the instance should receive traffic. Cheap to call from a
-    /// probe handler: it looks at the counters once a window.
+    /// probe handler: started, it reads the last window's verdict;
+    /// unstarted, it looks at the counters once a window.
     pub fn is_ready(&self) -> bool {
+        if self.ticking.load(Ordering::Relaxed) {
+            return self.state.lock().unwrap_or_else(|p| p.into_inner()).ready;
+        }
+        self.close_window_if_due()
+    }
+
+    /// Closes the window if it has lasted long enough; returns readiness.
+    fn close_window_if_due(&self) -> bool {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         if now.duration_since(state.since) >= self.window {

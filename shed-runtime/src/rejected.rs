@@ -1,6 +1,7 @@
 //! The typed refusal that a guarded call returns instead of running.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Why a call was refused. Every refusal is counted by class and reason.
@@ -64,8 +65,9 @@ impl fmt::Display for Reason {
     }
 }
 
-/// A call refused by the limiter: it did not run and held no slot, so it is
-/// always safe to retry (after [`retry_after`](Rejected::retry_after)).
+/// A call refused by the limiter: it did not run and held no slot, so a
+/// retry is always *safe*; [`is_retryable`](Rejected::is_retryable) says
+/// whether one is likely to *succeed* soon.
 ///
 /// ```
 /// use shed_runtime::{Limiter, Reason};
@@ -79,10 +81,13 @@ impl fmt::Display for Reason {
 ///     .unwrap_err();
 /// assert_eq!(refused.reason(), Reason::Disabled);
 /// assert_eq!(refused.class(), "background");
+/// assert!(!refused.is_retryable(), "switched off: not soon");
 /// assert_eq!(
 ///     refused.to_string(),
-///     "shed refused `report::build` (class `background`): class is switched off; retry after 5s"
+///     "shed refused `report::build` (class `background`): class is switched off; not retryable soon"
 /// );
+/// // What a client is told leaves the fn's name out.
+/// assert_eq!(refused.client_message(), "refused (class `background`): class is switched off");
 /// # }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,7 +96,11 @@ pub struct Rejected {
     class: &'static str,
     name: &'static str,
     retry_after: Duration,
+    retryable: bool,
 }
+
+/// Whether clients are told the name of the refused fn or route.
+static EXPOSE_NAMES: AtomicBool = AtomicBool::new(false);
 
 impl Rejected {
     pub(crate) fn new(
@@ -105,7 +114,17 @@ impl Rejected {
             class,
             name,
             retry_after,
+            retryable: !matches!(
+                reason,
+                Reason::Disabled | Reason::UnknownClass | Reason::TooHeavy
+            ),
         }
+    }
+
+    /// Marks a deadline refusal as one the same deadline can never pass.
+    pub(crate) fn unmeetable(mut self) -> Self {
+        self.retryable = false;
+        self
     }
 
     /// Why the call was refused.
@@ -123,37 +142,91 @@ impl Rejected {
         self.name
     }
 
-    /// A suggested delay before retrying, estimated from the limiter's state
-    /// at the moment of the refusal. HTTP integrations send it as `Retry-After`.
+    /// A suggested delay before retrying: for refusals caused by the load,
+    /// how long the limiter's backlog takes to drain, at least a second,
+    /// with ±30% of random jitter so refused callers do not come back
+    /// together. HTTP integrations send it as `Retry-After`, gRPC as
+    /// `grpc-retry-pushback-ms`.
     pub fn retry_after(&self) -> Duration {
         self.retry_after
     }
 
-    /// Always `true`: a refused call never started, so retrying it is safe.
+    /// Whether retrying the same call soon may succeed: `true` for
+    /// refusals caused by the load (queue full, waited too long, shedding
+    /// to recover, a deadline that ran out while queued); `false` when the
+    /// class is switched off, the call can never fit, or the caller's
+    /// deadline is shorter than the call takes on an idle server (a retry
+    /// with the same deadline fails again).
     pub fn is_retryable(&self) -> bool {
-        true
+        self.retryable
     }
-}
 
-impl fmt::Display for Rejected {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let why = match self.reason {
+    /// Whether the deadline was refused as one that cannot be met at all,
+    /// rather than one that ran out while the call waited.
+    pub fn is_unmeetable_deadline(&self) -> bool {
+        self.reason == Reason::Deadline && !self.retryable
+    }
+
+    /// Whether refusals sent to clients (HTTP problem bodies, gRPC status
+    /// messages) name the refused fn or route. Off by default: names are
+    /// internal (`module::fn`). Turn it on for internal services whose
+    /// callers may know them.
+    pub fn expose_names_to_clients(expose: bool) {
+        EXPOSE_NAMES.store(expose, Ordering::Relaxed);
+    }
+
+    /// Whether clients are told names (see
+    /// [`expose_names_to_clients`](Rejected::expose_names_to_clients)).
+    pub fn names_exposed_to_clients() -> bool {
+        EXPOSE_NAMES.load(Ordering::Relaxed)
+    }
+
+    /// The refusal as a client may read it: the class and the reason, and
+    /// the name only if names are exposed.
+    pub fn client_message(&self) -> String {
+        let what = if Self::names_exposed_to_clients() {
+            format!("refused `{}`", self.name)
+        } else {
+            "refused".to_string()
+        };
+        format!("{what} (class `{}`): {}", self.class, self.why())
+    }
+
+    fn why(&self) -> &'static str {
+        match self.reason {
             Reason::Disabled => "class is switched off",
+            Reason::Deadline if !self.retryable => {
+                "the caller's deadline is shorter than the call takes"
+            }
             Reason::Deadline => "the caller's deadline cannot be met",
             Reason::MaxWait => "waited longer than its max_wait",
             Reason::QueueFull => "the wait queue is full",
             Reason::UnknownClass => "its class is not configured",
             Reason::TooHeavy => "its weight exceeds the capacity",
             Reason::Overload => "the service is shedding to recover from overload",
-        };
+        }
+    }
+}
+
+impl fmt::Display for Rejected {
+    /// For logs: names the refused fn.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "shed refused `{}` (class `{}`): {}; retry after {}",
+            "shed refused `{}` (class `{}`): {}; ",
             self.name,
             self.class,
-            why,
-            humantime::format_duration(self.retry_after)
-        )
+            self.why()
+        )?;
+        if self.retryable {
+            write!(
+                f,
+                "retry after {}",
+                humantime::format_duration(self.retry_after)
+            )
+        } else {
+            f.write_str("not retryable soon")
+        }
     }
 }
 

@@ -381,7 +381,9 @@ async fn a_switched_off_class_is_refused_and_its_waiters_too() {
     }
     let refused = limiter.acquire("optional", 1, "new").await.unwrap_err();
     assert_eq!(refused.reason(), Reason::Disabled);
-    assert_eq!(refused.retry_after(), Duration::from_secs(5));
+    assert!(!refused.is_retryable(), "not until it is switched on");
+    let later = Duration::from_secs(21)..=Duration::from_secs(39);
+    assert!(later.contains(&refused.retry_after()), "30 s ± 30%");
     drop(holder);
     assert_eq!(limiter.in_flight(), 0);
     assert!(limiter
@@ -532,7 +534,10 @@ fn a_refusal_explains_itself() {
         .block_on(limiter.acquire("nosuch", 1, "orders::create"))
         .unwrap_err();
     assert_eq!(refused.reason(), Reason::UnknownClass);
-    assert!(refused.is_retryable());
+    assert!(
+        !refused.is_retryable(),
+        "an unconfigured class stays unconfigured"
+    );
     let error: Box<dyn std::error::Error> = Box::new(refused);
     assert!(error.to_string().contains("`orders::create`"), "{error}");
 }

@@ -16,7 +16,8 @@ pub enum Outcome {
     InTime(Duration),
     /// 200 after the client timeout: wasted work.
     Late,
-    /// 503 with `Retry-After` and a problem+json body: a proper refusal.
+    /// 503 with `Retry-After` and a problem+json body, or 504 (a deadline
+    /// that cannot be met) with a problem body: a proper refusal.
     Refused,
     /// Anything else: another status, a 503 without the headers, or a
     /// connection error.
@@ -110,20 +111,32 @@ fn classify(
                 Outcome::Late
             }
         }
-        Ok((status, headers, body)) if status == http::StatusCode::SERVICE_UNAVAILABLE => {
+        Ok((status, headers, body))
+            if status == http::StatusCode::SERVICE_UNAVAILABLE
+                || status == http::StatusCode::GATEWAY_TIMEOUT =>
+        {
+            // A proper refusal: a problem body saying whether to retry,
+            // and when (`Retry-After`) unless the deadline can never be met.
             let retry_after = headers
                 .get("retry-after")
                 .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
             let problem = headers
                 .get("content-type")
                 .is_some_and(|v| v == "application/problem+json")
-                && serde_json::from_slice::<serde_json::Value>(&body)
-                    .is_ok_and(|p| p["retryable"] == true);
-            if retry_after.is_some() && problem {
+                .then(|| serde_json::from_slice::<serde_json::Value>(&body).ok())
+                .flatten();
+            let proper = match problem.as_ref().map(|p| &p["retryable"]) {
+                Some(serde_json::Value::Bool(_)) if status == http::StatusCode::GATEWAY_TIMEOUT => {
+                    retry_after.is_none()
+                }
+                Some(serde_json::Value::Bool(_)) => retry_after.is_some(),
+                _ => false,
+            };
+            if proper {
                 Outcome::Refused
             } else {
                 Outcome::Error(format!(
-                    "503 without Retry-After or problem body: {headers:?}"
+                    "{status} without Retry-After or problem body: {headers:?}"
                 ))
             }
         }

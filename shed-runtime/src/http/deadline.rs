@@ -87,15 +87,23 @@ impl DeadlineHeaders {
         self
     }
 
-    /// The longest deadline a request can ask for (default 30 s); requests
-    /// without a timeout header get it too.
+    /// The longest deadline a request can ask for (default 30 s). Requests
+    /// without a timeout header are answered within it too, but carry no
+    /// deadline into the handler, so nested `#[shed]` calls keep their
+    /// fast path.
     pub fn max(mut self, max: Duration) -> Self {
         self.max = max;
         self
     }
 
-    /// The timeout a request carries, capped at the maximum.
-    pub fn timeout(&self, headers: &HeaderMap) -> Duration {
+    /// The longest deadline a request can ask for.
+    pub fn cap(&self) -> Duration {
+        self.max
+    }
+
+    /// The timeout the client asked for, capped at the maximum; `None`
+    /// when it sent no (well-formed) timeout header.
+    pub fn requested(&self, headers: &HeaderMap) -> Option<Duration> {
         let from_header = self
             .header
             .as_ref()
@@ -111,7 +119,13 @@ impl DeadlineHeaders {
         [from_header, from_grpc]
             .into_iter()
             .flatten()
-            .fold(self.max, Duration::min)
+            .min()
+            .map(|t| t.min(self.max))
+    }
+
+    /// The timeout a request has: the one it asked for, else the maximum.
+    pub fn timeout(&self, headers: &HeaderMap) -> Duration {
+        self.requested(headers).unwrap_or(self.max)
     }
 
     /// The deadline of a request arriving now.

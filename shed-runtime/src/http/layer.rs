@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -11,8 +12,10 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::attempt::{AttemptHeaders, RetryStats};
-use super::body::GuardedBody;
+use super::body::{GuardedBody, Held, MaxHold};
+use super::counters::HttpCounters;
 use super::deadline::DeadlineHeaders;
+use super::degraded::{self, DEGRADED_FALLBACK, DEGRADED_HEADER};
 use super::problem::refusal_response;
 use crate::{Limiter, Policy};
 
@@ -50,6 +53,9 @@ where
 /// A route table: exact paths and path prefixes (the longest match wins),
 /// optionally per method, each with a classification.
 ///
+/// A prefix matches whole path segments: `/reports` guards `/reports` and
+/// `/reports/42`, never `/reportsadmin`.
+///
 /// ```
 /// use shed_runtime::http::{Classification, Classify, Routes};
 ///
@@ -61,6 +67,10 @@ where
 /// assert!(matches!(routes.classify(&get("/healthz")), Classification::Exempt));
 /// match routes.classify(&get("/reports/42")) {
 ///     Classification::Guard(policy) => assert_eq!((policy.class(), policy.weight()), ("background", 3)),
+///     other => panic!("{other:?}"),
+/// }
+/// match routes.classify(&get("/reportsadmin")) {
+///     Classification::Guard(policy) => assert_eq!(policy.name(), "http:*", "the fallback, not /reports"),
 ///     other => panic!("{other:?}"),
 /// }
 /// ```
@@ -129,6 +139,82 @@ impl Routes {
     }
 }
 
+impl Routes {
+    /// The guarded routes' policies and the fallback's (`http:*`), for a
+    /// policy listing beside [`policies()`](crate::policies).
+    pub fn policies(&self) -> crate::PolicyTable {
+        let guarded = |c: &Classification| match c {
+            Classification::Guard(policy) => Some(*policy),
+            _ => None,
+        };
+        crate::PolicyTable::from_policies(
+            self.exact
+                .iter()
+                .chain(&self.prefixes)
+                .filter_map(|(_, _, c)| guarded(c))
+                .chain(guarded(&self.fallback)),
+        )
+    }
+
+    /// The table as JSON, one rule a line in matching order (exact paths,
+    /// then prefixes, then the fallback), for an admin endpoint.
+    ///
+    /// ```
+    /// let routes = shed_runtime::http::Routes::new("critical").exempt("/healthz").route("/reports", "background", 3);
+    /// let json = routes.to_json();
+    /// assert_eq!(json[0]["path"], "/healthz");
+    /// assert_eq!(json[0]["action"], "exempt");
+    /// assert_eq!(json[1]["policy"]["class"], "background");
+    /// assert_eq!(json[2]["match"], "otherwise");
+    /// assert_eq!(json[2]["policy"]["name"], "http:*");
+    /// ```
+    pub fn to_json(&self) -> serde_json::Value {
+        let rule = |kind: &str, path: Option<&str>, method: Option<&Method>, c: &Classification| {
+            let (action, policy) = match c {
+                Classification::Exempt => ("exempt", serde_json::Value::Null),
+                Classification::ByHandler => ("by_handler", serde_json::Value::Null),
+                Classification::Guard(policy) => (
+                    "guard",
+                    serde_json::to_value(policy).unwrap_or(serde_json::Value::Null),
+                ),
+            };
+            serde_json::json!({
+                "match": kind,
+                "path": path,
+                "method": method.map(Method::as_str),
+                "action": action,
+                "policy": policy,
+            })
+        };
+        let rules = self
+            .exact
+            .iter()
+            .map(|(p, m, c)| rule("exact", Some(p), m.as_ref(), c))
+            .chain(
+                self.prefixes
+                    .iter()
+                    .map(|(p, m, c)| rule("prefix", Some(p), m.as_ref(), c)),
+            )
+            .chain(std::iter::once(rule(
+                "otherwise",
+                None,
+                None,
+                &self.fallback,
+            )));
+        serde_json::Value::Array(rules.collect())
+    }
+}
+
+/// Whether `prefix` covers `path` segment by segment: `/a` covers `/a` and
+/// `/a/b` but not `/ab`.
+fn covers(prefix: &str, path: &str) -> bool {
+    let prefix = prefix.trim_end_matches('/');
+    match path.strip_prefix(prefix) {
+        Some(rest) => rest.is_empty() || rest.starts_with('/'),
+        None => false,
+    }
+}
+
 impl<B> Classify<B> for Routes {
     fn classify(&self, request: &Request<B>) -> Classification {
         let path = request.uri().path();
@@ -142,8 +228,8 @@ impl<B> Classify<B> for Routes {
         }
         self.prefixes
             .iter()
-            .filter(|(p, m, _)| path.starts_with(p.as_str()) && method_ok(m))
-            .max_by_key(|(p, _, _)| p.len())
+            .filter(|(p, m, _)| covers(p, path) && method_ok(m))
+            .max_by_key(|(p, _, _)| p.trim_end_matches('/').len())
             .map_or(self.fallback, |(_, _, c)| *c)
     }
 }
@@ -152,12 +238,20 @@ impl<B> Classify<B> for Routes {
 /// one unless [`ShedLayer::limiter`] says otherwise, so requests and
 /// `#[shed]` fns share one budget), refuses with `503` + `Retry-After` +
 /// problem JSON without calling the inner service, and holds the slots
-/// until the response body ends.
+/// until the response body ends, for at most the maximum hold time.
+///
+/// The service time a route learns is measured to the response head, not
+/// to the end of the body, so slow readers do not make it look slow.
+/// Responses answered by a `#[shed]` fallback carry
+/// `shed-degraded: fallback`.
 #[derive(Debug, Clone)]
 pub struct ShedLayer<C> {
     classify: C,
     deadlines: DeadlineHeaders,
     limiter: Option<Limiter>,
+    max_hold: Option<Duration>,
+    cut: bool,
+    counters: Arc<HttpCounters>,
     attempts: AttemptHeaders,
     retries: RetryStats,
 }
@@ -169,6 +263,9 @@ impl<C> ShedLayer<C> {
             classify,
             deadlines: DeadlineHeaders::default(),
             limiter: None,
+            max_hold: None,
+            cut: false,
+            counters: Arc::default(),
             attempts: AttemptHeaders::default(),
             retries: RetryStats::default(),
         }
@@ -201,6 +298,32 @@ impl<C> ShedLayer<C> {
         self.limiter = Some(limiter);
         self
     }
+
+    /// The longest a guarded response may hold its slots, counted from the
+    /// request's arrival (default: the deadline cap of
+    /// [`deadlines`](Self::deadlines), 30 s). A handler can set its own
+    /// with a [`MaxHold`] response extension. When the time is up the
+    /// slots are given back and counted in
+    /// [`HttpCounters::hold_expired`]; the body goes on unless
+    /// [`cut_at_max_hold`](Self::cut_at_max_hold) is set.
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = Some(max_hold);
+        self
+    }
+
+    /// Whether a body still streaming at its maximum hold time is cut (it
+    /// ends with a [`HoldExpired`](super::HoldExpired) error, so the
+    /// server aborts the response and the client sees it incomplete).
+    /// Default: no, the body goes on without the slots.
+    pub fn cut_at_max_hold(mut self, cut: bool) -> Self {
+        self.cut = cut;
+        self
+    }
+
+    /// The layer's counters, shared by its clones and services.
+    pub fn counters(&self) -> Arc<HttpCounters> {
+        Arc::clone(&self.counters)
+    }
 }
 
 impl<S, C: Clone> Layer<S> for ShedLayer<C> {
@@ -222,6 +345,18 @@ pub struct Shed<S, C> {
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// Whether a handler refused: shed's refusals are the only `503`s (and,
+/// for unmeetable deadlines, `504`s) with a problem body.
+fn is_refusal<B>(response: &Response<B>) -> bool {
+    matches!(
+        response.status(),
+        http::StatusCode::SERVICE_UNAVAILABLE | http::StatusCode::GATEWAY_TIMEOUT
+    ) && response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v == "application/problem+json")
+}
 
 impl<S, C, ReqBody, ResBody> Service<Request<ReqBody>> for Shed<S, C>
 where
@@ -251,46 +386,81 @@ where
             });
         }
         let arrived = Instant::now();
-        let deadline = self.layer.deadlines.deadline(request.headers());
+        // Only a deadline the client asked for goes into the task: without
+        // one, nested `#[shed]` calls keep their clock-free fast path. The
+        // server's cap still decides whether the answer was in time.
+        let requested = self.layer.deadlines.requested(request.headers());
+        let cap = self.layer.deadlines.cap();
+        let deadline = arrived + requested.unwrap_or(cap);
+        let hold_until = arrived + self.layer.max_hold.unwrap_or(cap);
+        let cut = self.layer.cut;
+        let counters = Arc::clone(&self.layer.counters);
         let attempt = self.layer.attempts.attempt(request.headers());
         let retries = self.layer.retries.clone();
         let limiter = self.layer.limiter.clone();
         let work = async move {
-            match classification {
+            let permit = match classification {
                 Classification::Guard(policy) => {
                     let current = limiter.clone().unwrap_or_else(Limiter::current);
                     let admission = current.acquire_as(policy).await;
                     retries.record(policy.class(), attempt, admission.is_ok());
                     match admission {
-                        Ok(permit) => {
-                            let response = inner.call(request).await?;
-                            Ok(response
-                                .map(|body| GuardedBody::guarded(body, permit, arrived, deadline)))
-                        }
-                        Err(rejected) => Ok(refusal_response(&rejected)),
+                        Ok(permit) => Some((permit, policy.class())),
+                        Err(rejected) => return Ok(refusal_response(&rejected)),
                     }
                 }
-                _ => {
-                    let response = inner.call(request).await?;
-                    retries.record("handler", attempt, !is_refusal(&response));
-                    Ok(response.map(GuardedBody::unguarded))
-                }
+                _ => None,
+            };
+            let (response, fell_back) = degraded::watch(inner.call(request)).await;
+            let mut response = response?;
+            if permit.is_none() {
+                // The handler admits itself (`#[shed]`): its answer says
+                // whether it was shed.
+                retries.record("handler", attempt, !is_refusal(&response));
             }
+            if fell_back {
+                counters.count_degraded();
+                response
+                    .headers_mut()
+                    .insert(DEGRADED_HEADER, DEGRADED_FALLBACK);
+            }
+            let Some((mut permit, class)) = permit else {
+                return Ok(response.map(GuardedBody::unguarded));
+            };
+            // The route's service time ends at the head: how fast the
+            // client reads the body is not the route's.
+            permit.mark_served();
+            let hold_until = response
+                .extensions()
+                .get::<MaxHold>()
+                .map_or(hold_until, |hold| arrived + hold.0);
+            Ok(response.map(|body| {
+                GuardedBody::guarded(
+                    body,
+                    Held {
+                        permit,
+                        arrived,
+                        deadline,
+                        hold_until,
+                        cut,
+                        class,
+                        counters,
+                    },
+                )
+            }))
         };
-        let work = crate::with_attempt(attempt, crate::with_deadline(deadline, work));
-        match self.layer.limiter.clone() {
-            Some(limiter) => Box::pin(limiter.scope(work)),
-            None => Box::pin(work),
-        }
+        let scoped = self.layer.limiter.clone();
+        Box::pin(async move {
+            let work = crate::with_attempt(attempt, async move {
+                match requested {
+                    Some(_) => crate::with_deadline(deadline, work).await,
+                    None => work.await,
+                }
+            });
+            match scoped {
+                Some(limiter) => limiter.scope(work).await,
+                None => work.await,
+            }
+        })
     }
-}
-
-/// Whether a handler refused: shed's refusal responses are the only `503`s
-/// with a problem body.
-fn is_refusal<B>(response: &Response<B>) -> bool {
-    response.status() == http::StatusCode::SERVICE_UNAVAILABLE
-        && response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .is_some_and(|v| v == "application/problem+json")
 }

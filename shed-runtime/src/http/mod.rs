@@ -17,14 +17,22 @@
 
 mod attempt;
 mod body;
+mod counters;
 mod deadline;
+mod degraded;
 mod layer;
 mod orca;
 mod problem;
 
 pub use attempt::{AttemptCounts, AttemptHeaders, RetryStats};
-pub use body::GuardedBody;
+pub use body::{BoxError, GuardedBody, HoldExpired, MaxHold};
+pub use counters::HttpCounters;
 pub use deadline::{parse_grpc_timeout, parse_timeout, DeadlineHeaders};
+pub(crate) use degraded::note_fallback;
+pub use degraded::{DEGRADED_FALLBACK, DEGRADED_HEADER};
 pub use layer::{Classification, Classify, Routes, Shed, ShedLayer};
 pub use orca::{Orca, OrcaFormat, OrcaLayer, ORCA_HEADER};
-pub use problem::{problem_json, reason_label, refusal_response, retry_after_secs, PROBLEM_TYPE};
+pub use problem::{
+    problem_json, reason_label, refusal_response, refusal_status, retry_after_secs, PROBLEM_TYPE,
+    PROBLEM_TYPE_DEADLINE,
+};

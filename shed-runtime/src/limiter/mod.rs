@@ -319,18 +319,27 @@ impl Inner {
         self.core.classes.iter().position(|c| c.spec.name() == name)
     }
 
-    /// A retry-after suggestion: how long the current backlog takes to
-    /// drain at the expected service time, at least one second (HTTP's
-    /// granularity) and at most thirty. Switched-off classes and calls that
-    /// can never fit are told to come back later.
+    /// A retry-after suggestion ([`crate::retry_after`]), jittered: for
+    /// refusals caused by the load, how long the backlog (queued and
+    /// in-flight weight) takes to drain at the throughput the expected
+    /// service time gives; for a switched-off class or a call that can
+    /// never fit, "not soon".
     fn retry_after(&self, reason: Reason, expected_service: Duration) -> Duration {
+        let draw = fastrand::f64();
         match reason {
-            Reason::Disabled | Reason::UnknownClass | Reason::TooHeavy => Duration::from_secs(5),
-            Reason::Deadline | Reason::MaxWait | Reason::QueueFull | Reason::Overload => {
+            Reason::Disabled | Reason::UnknownClass | Reason::TooHeavy => {
+                crate::retry_after::not_soon(draw)
+            }
+            _ => {
                 let s = self.core.snapshot();
-                let backlog = (s.in_flight as f64) / (s.capacity.max(1) as f64);
-                let drain = expected_service.mul_f64(backlog.max(1.0) * 2.0);
-                drain.clamp(Duration::from_secs(1), Duration::from_secs(30))
+                let queued = if s.waiters { self.core.queued().1 } else { 0 };
+                let service = if expected_service.is_zero() {
+                    self.default_service
+                } else {
+                    expected_service
+                };
+                let throughput = crate::retry_after::throughput(s.capacity, service);
+                crate::retry_after::from_backlog(queued + s.in_flight, throughput, draw)
             }
         }
     }
@@ -489,7 +498,14 @@ impl Held {
         }
         counters.count_refusal(reason);
         let expected = self.expected_service(stats);
-        Admission::ready(Err(self.rejected(class, reason, name, expected)))
+        let rejected = self.rejected(class, reason, name, expected);
+        // A deadline refused before any wait is shorter than the call
+        // takes with free slots: the same deadline fails again.
+        Admission::ready(Err(if reason == Reason::Deadline {
+            rejected.unmeetable()
+        } else {
+            rejected
+        }))
     }
 
     /// Observe mode's admission of a call enforce mode would have refused
@@ -550,6 +566,8 @@ pub fn count_fallback(policy: &'static Policy) {
     if let Ok(class) = held.policy_class(policy) {
         held.core.classes[class].counters.count_fallback();
     }
+    #[cfg(feature = "http")]
+    crate::http::note_fallback();
 }
 
 /// Not public API: what `#[shed]` expands to.

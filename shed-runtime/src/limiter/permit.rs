@@ -68,6 +68,20 @@ impl Permit {
         }
     }
 
+    /// Records the call's service time now rather than when the permit is
+    /// dropped, for integrations whose work ends before the slots are
+    /// given back: the HTTP layer marks a response served at its head, so
+    /// a slow reader draining the body does not inflate the learned
+    /// service time. The drop then records nothing more.
+    pub fn mark_served(&mut self) {
+        if let (Some(held), Some(start)) = (&self.held, self.start.take()) {
+            let now = Instant::now();
+            let took = now.saturating_duration_since(start);
+            let in_flight = held.core.snapshot().in_flight;
+            record_service(held, self.class, self.stats, took, now, in_flight);
+        }
+    }
+
     /// The slots this permit holds (0 when the limiter is bypassed).
     pub fn weight(&self) -> u64 {
         self.weight
@@ -95,20 +109,35 @@ impl Drop for Permit {
         // The slots go back first: what follows calls into the metrics
         // recorder, which is user code and may panic.
         held.core.release(self.class, self.weight);
-        let counters = &held.core.classes[self.class].counters;
         if let (Some(deadline), Some(now)) = (self.deadline, now) {
-            counters.count_served(None, now <= deadline);
+            held.core.classes[self.class]
+                .counters
+                .count_served(None, now <= deadline);
         }
         if let (Some(start), Some(now), Some(in_flight)) = (self.start, now, in_flight) {
             let took = now.saturating_duration_since(start);
-            if let Some(stats) = self.stats {
-                held.learned.with(stats, |e| e.observe(took, now));
-            }
-            held.window.record(took, in_flight);
-            // Not while unwinding: a recorder that panics again would abort.
-            if !std::thread::panicking() {
-                counters.record_service(took);
-            }
+            record_service(&held, self.class, self.stats, took, now, in_flight);
         }
+    }
+}
+
+/// Records a call of `class` that took `took`, ending at `now` with
+/// `in_flight` weight held: the fn's learned service time, the adaptive
+/// limit's window and the service-time histogram.
+fn record_service(
+    held: &Held,
+    class: usize,
+    stats: Option<&'static PolicyStats>,
+    took: std::time::Duration,
+    now: Instant,
+    in_flight: u64,
+) {
+    if let Some(stats) = stats {
+        held.learned.with(stats, |e| e.observe(took, now));
+    }
+    held.window.record(took, in_flight);
+    // Not while unwinding: a recorder that panics again would abort.
+    if !std::thread::panicking() {
+        held.core.classes[class].counters.record_service(took);
     }
 }
