@@ -34,7 +34,7 @@ pub mod scenario;
 pub mod seeds;
 mod server;
 
-pub use engine::{direction_changes, run, PolicyKind};
+pub use engine::{direction_changes, run, shed_config, PolicyKind};
 pub use report::{Counts, Report};
 pub use scenario::{Scenario, ScenarioError};
 
@@ -46,8 +46,8 @@ pub fn compare(scenario: &Scenario, factor: f64) -> Vec<Report> {
         .collect()
 }
 
-/// The adaptive algorithms the lab knows.
-pub const ALGORITHMS: [&str; 4] = ["static", "aimd", "vegas", "gradient2"];
+/// The adaptive algorithms the lab knows (`auto` is the library's default).
+pub const ALGORITHMS: [&str; 5] = ["static", "auto", "aimd", "vegas", "gradient2"];
 
 /// Runs `scenario` under the `shed` policy once per adaptive algorithm
 /// (the scenario's `[adaptive]` table, with only the algorithm changed;

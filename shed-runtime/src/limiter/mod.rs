@@ -67,6 +67,8 @@ pub(crate) struct Inner {
     pub(crate) totals: crate::metrics::AdmittedTotals,
     /// The adaptive limit's window of measured completions.
     pub(crate) window: crate::adaptive::Accumulator,
+    /// The default adaptive limit, unless the capacity is fixed.
+    pub(crate) auto: Option<crate::adaptive::AutoControl>,
 }
 
 static GLOBAL: OnceLock<Limiter> = OnceLock::new();
@@ -118,6 +120,7 @@ impl Limiter {
         default_service: Duration,
         sample_every: u32,
         discipline: discipline::Discipline,
+        auto: Option<crate::adaptive::AutoControl>,
     ) -> Self {
         let classes_len = classes.len();
         Self {
@@ -129,6 +132,7 @@ impl Limiter {
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
                 totals: crate::metrics::AdmittedTotals::new(classes_len),
                 window: Default::default(),
+                auto,
             }),
         }
     }
@@ -356,7 +360,10 @@ impl Held {
         }
         let expected = expected.unwrap_or_else(|| self.expected_service(stats));
         let arrived = now.unwrap_or_else(Instant::now);
-        let budget = max_wait.unwrap_or(state.spec.default_max_wait());
+        let budget = max_wait.unwrap_or_else(|| match &self.auto {
+            Some(auto) => auto.budget(&state.spec),
+            None => state.spec.default_max_wait(),
+        });
         let mut gives_up = (arrived + budget, Reason::MaxWait);
         if let Some(deadline) = deadline {
             let last_start = deadline.checked_sub(expected).unwrap_or(arrived);

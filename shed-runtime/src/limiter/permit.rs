@@ -101,6 +101,9 @@ impl Drop for Permit {
             }
             held.core.classes[self.class].counters.record_service(took);
             held.window.record(took, held.core.snapshot().in_flight);
+            if let Some(auto) = &held.auto {
+                auto.completed(&held, start + took);
+            }
         }
         held.core.release(self.class, self.weight);
     }
