@@ -404,10 +404,7 @@ impl Scenario {
         };
         let mut scenario: Scenario = toml::from_str(text).map_err(parse_error)?;
         let raw: toml::Table = toml::from_str(text).map_err(parse_error)?;
-        scenario.limiter.pinned = raw
-            .get("limiter")
-            .and_then(|l| l.get("capacity"))
-            .is_some();
+        scenario.limiter.pinned = raw.get("limiter").and_then(|l| l.get("capacity")).is_some();
         let problems = scenario.problems();
         if problems.is_empty() {
             Ok(scenario)
@@ -484,7 +481,7 @@ impl Scenario {
             }
         }
         if let Some(a) = &self.adaptive {
-            if !crate::ALGORITHMS.contains(&a.algorithm.as_str()) {
+            if !crate::KNOWN_ALGORITHMS.contains(&a.algorithm.as_str()) {
                 problems.push(format!(
                     "`adaptive.algorithm` = \"{}\": expected one of auto, aimd, vegas, gradient2, static",
                     a.algorithm

@@ -30,8 +30,8 @@ use tokio::time::Instant;
 
 mod auto;
 
-pub use auto::{Auto, AutoSettings};
 pub(crate) use auto::AutoControl;
+pub use auto::{Auto, AutoSettings};
 
 use crate::limiter::state::admissions_between;
 use crate::limiter::Inner;
@@ -104,9 +104,10 @@ pub struct Window {
     pub limit: f64,
     /// Whether the window ran at a probe limit the algorithm asked for.
     pub probe: bool,
-    /// Every call admitted in the window, measured or not: the throughput
-    /// is `admitted / elapsed`.
-    pub admitted: u64,
+    /// Calls that finished in the window, measured or not (the weight
+    /// admitted, less the growth of the in-flight weight): the throughput
+    /// is `finished / elapsed`.
+    pub finished: u64,
     /// How long the window lasted.
     pub elapsed: Duration,
     /// Whether calls were waiting for slots when the window closed: the
@@ -117,11 +118,11 @@ pub struct Window {
 }
 
 impl Window {
-    /// Calls admitted per second in the window.
+    /// Calls finished per second in the window.
     pub fn throughput(&self) -> f64 {
         let seconds = self.elapsed.as_secs_f64();
         if seconds > 0.0 {
-            self.admitted as f64 / seconds
+            self.finished as f64 / seconds
         } else {
             0.0
         }
@@ -573,6 +574,7 @@ pub(crate) struct Driver<A: ?Sized> {
     probing: bool,
     late_before: u64,
     admitted_before: u64,
+    in_flight_before: u64,
     opened: Instant,
     algorithm: Box<A>,
 }
@@ -585,6 +587,7 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             probing: false,
             late_before: late_total(inner),
             admitted_before: inner.core.snapshot().admitted,
+            in_flight_before: inner.core.snapshot().in_flight,
             opened: now,
             algorithm,
         }
@@ -598,6 +601,7 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             probing: false,
             late_before: 0,
             admitted_before: 0,
+            in_flight_before: 0,
             opened: now,
             algorithm,
         }
@@ -606,7 +610,9 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
     /// Starts a window at `now`, at a probe limit if the algorithm asks.
     fn open(&mut self, inner: &Inner, now: Instant) {
         self.opened = now;
-        self.admitted_before = inner.core.snapshot().admitted;
+        let snapshot = inner.core.snapshot();
+        self.admitted_before = snapshot.admitted;
+        self.in_flight_before = snapshot.in_flight;
         if let Some(probe) = self.algorithm.probe_limit(self.limit) {
             let probe = probe.clamp(self.bounds.0, self.limit);
             inner.core.set_capacity(probe.round().max(1.0) as u64);
@@ -622,7 +628,9 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
         let late = late_now.saturating_sub(self.late_before);
         self.late_before = late_now;
         let snapshot = inner.core.snapshot();
-        let admitted = admissions_between(self.admitted_before, snapshot.admitted);
+        let finished = (admissions_between(self.admitted_before, snapshot.admitted)
+            + self.in_flight_before)
+            .saturating_sub(snapshot.in_flight);
         if count == 0 {
             if std::mem::take(&mut self.probing) {
                 inner.core.set_capacity(self.limit.round() as u64);
@@ -641,14 +649,14 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
                 self.limit
             },
             probe: std::mem::take(&mut self.probing),
-            admitted,
+            finished,
             elapsed: now.saturating_duration_since(self.opened),
             waiting: snapshot.waiters,
             at: now,
         };
         let next = self.algorithm.next_limit(&window);
-        self.limit = if next.is_finite() { next } else { self.limit }
-            .clamp(self.bounds.0, self.bounds.1);
+        self.limit =
+            if next.is_finite() { next } else { self.limit }.clamp(self.bounds.0, self.bounds.1);
         let capacity = self.limit.round().max(1.0) as u32;
         inner.core.set_capacity(u64::from(capacity));
         Some((window, capacity))
@@ -690,7 +698,7 @@ mod tests {
             late: 0,
             limit,
             probe: false,
-            admitted: 100,
+            finished: 100,
             elapsed: Duration::from_millis(100),
             waiting: false,
             at: Instant::now(),

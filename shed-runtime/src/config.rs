@@ -119,7 +119,13 @@ impl Config {
     /// slots). A malformed variable is ignored as a whole, and reported
     /// once, in one readable line, when the limiter is built or installed.
     pub fn from_env() -> Self {
-        Self::new().env_from(|name| std::env::var(name).ok())
+        Self::from_env_with(|name| std::env::var(name).ok())
+    }
+
+    /// [`from_env`](Config::from_env) with the variables read by `var`:
+    /// what the process-wide limiter nobody configured is built from.
+    pub fn from_env_with(var: impl Fn(&str) -> Option<String>) -> Self {
+        Self::new().env_from(var)
     }
 
     /// Applies the environment as read by `var` (for tests, or another
@@ -455,7 +461,11 @@ impl Config {
             .map(|c| {
                 let switched = switches.iter().rev().find(|(n, _)| n == c.name());
                 let on = switched.map_or(c.is_enabled(), |(_, on)| *on);
-                let from = if switched.is_some() { " (from SHED_CLASSES)" } else { "" };
+                let from = if switched.is_some() {
+                    " (from SHED_CLASSES)"
+                } else {
+                    ""
+                };
                 format!("{}={}{from}", c.name(), if on { "on" } else { "off" })
             })
             .collect::<Vec<_>>()
@@ -785,7 +795,11 @@ mod tests {
         ]));
         // Not an error: the same in build, install and the global.
         assert_eq!(config.check_against(&PolicyTable::empty()), Ok(()));
-        let warnings: Vec<String> = config.env_warnings().iter().map(|w| w.to_string()).collect();
+        let warnings: Vec<String> = config
+            .env_warnings()
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
         assert_eq!(warnings.len(), 3, "{warnings:?}");
         assert_eq!(
             warnings[0],
@@ -797,7 +811,11 @@ mod tests {
             "SHED_CLASSES=`background=off,nosuch=off` is ignored: it names `nosuch`, which is not configured (known classes: critical, optional, background)"
         );
         let limiter = config.clone().build().unwrap();
-        assert_eq!(limiter.class_enabled("background"), Some(true), "half-applied switches");
+        assert_eq!(
+            limiter.class_enabled("background"),
+            Some(true),
+            "half-applied switches"
+        );
         assert_eq!(limiter.mode(), Mode::Enforce);
         assert!(limiter.is_adaptive(), "the capacity stays adaptive");
         let lenient = config.build_lenient();
@@ -807,11 +825,21 @@ mod tests {
 
     #[test]
     fn the_operators_variables_win_over_the_code() {
-        let vars = [(ENV_CAPACITY, "4"), (ENV_MODE, "observe"), (ENV_CLASSES, "optional=off")];
+        let vars = [
+            (ENV_CAPACITY, "4"),
+            (ENV_MODE, "observe"),
+            (ENV_CLASSES, "optional=off"),
+        ];
         // Before or after the code sets its values.
         for config in [
-            Config::new().env_from(env(&vars)).capacity(16).mode(Mode::Enforce),
-            Config::new().capacity(16).mode(Mode::Enforce).env_from(env(&vars)),
+            Config::new()
+                .env_from(env(&vars))
+                .capacity(16)
+                .mode(Mode::Enforce),
+            Config::new()
+                .capacity(16)
+                .mode(Mode::Enforce)
+                .env_from(env(&vars)),
         ] {
             assert_eq!(config.fixed_capacity(), Some(4));
             assert_eq!(
@@ -825,7 +853,9 @@ mod tests {
             assert!(!limiter.is_adaptive());
         }
         // `auto` takes a capacity pinned in code back to adaptive.
-        let auto = Config::new().capacity(16).env_from(env(&[(ENV_CAPACITY, "auto")]));
+        let auto = Config::new()
+            .capacity(16)
+            .env_from(env(&[(ENV_CAPACITY, "auto")]));
         assert_eq!(auto.fixed_capacity(), None);
         assert!(auto.build().unwrap().is_adaptive());
     }

@@ -48,7 +48,7 @@ const STALE_WINDOWS: u32 = 5;
 /// and then re-learns both.
 #[derive(Debug, Clone)]
 pub struct Auto {
-    /// Growth per window during startup (default 4).
+    /// Growth per window (one round trip) during startup (default 2).
     pub startup_gain: f64,
     /// The limit over the bandwidth-delay product (default 1.2).
     pub headroom: f64,
@@ -77,12 +77,18 @@ pub struct Auto {
     binding_rate: Option<f64>,
     /// The limit before the running probe.
     before_probe: Option<f64>,
+    /// The last startup window's limit and throughput.
+    startup_last: Option<(f64, f64)>,
+    /// Startup windows in a row whose throughput did not keep up.
+    startup_stalls: u32,
+    /// Whether the next probe goes to half the limit.
+    deep_probe: bool,
 }
 
 impl Default for Auto {
     fn default() -> Self {
         Self {
-            startup_gain: 4.0,
+            startup_gain: 2.0,
             headroom: 1.2,
             tolerance: 1.5,
             growth: 1.25,
@@ -96,6 +102,9 @@ impl Default for Auto {
             stale_latency: f64::INFINITY,
             binding_rate: None,
             before_probe: None,
+            startup_last: None,
+            startup_stalls: 0,
+            deep_probe: false,
         }
     }
 }
@@ -152,16 +161,20 @@ impl LimitAlgorithm for Auto {
     }
 
     fn probe_limit(&mut self, limit: f64) -> Option<f64> {
-        if self.startup
-            || self.probe_every == 0
+        if self.startup {
+            return None;
+        }
+        let deep = std::mem::take(&mut self.deep_probe);
+        if self.probe_every == 0
             || self.before_probe.is_some()
-            || self.since_probe < self.probe_every
+            || (self.since_probe < self.probe_every && !deep)
         {
             return None;
         }
         self.since_probe = 0;
         self.before_probe = Some(limit);
-        Some((limit * self.probe).max(1.0))
+        let fraction = if deep { 0.5 } else { self.probe };
+        Some((limit * fraction).max(1.0))
     }
 
     fn next_limit(&mut self, w: &Window) -> f64 {
@@ -172,15 +185,17 @@ impl LimitAlgorithm for Auto {
         // The no-load latency only comes down here, a little at a time
         // (one window's mean is noisy); it goes up only when it is shown to
         // be stale (below).
-        if self.no_load.is_none_or(|d| latency < d) {
-            self.learn_no_load(latency, if self.startup { 1.0 } else { 0.3 });
+        if !self.startup && self.no_load.is_none_or(|d| latency < d) {
+            self.learn_no_load(latency, 0.3);
         }
 
         if w.probe {
+            // The probe's latency is the one with the least queueing.
+            if self.no_load.is_some_and(|d| latency < d) {
+                self.no_load = Some(latency);
+            }
             let restore = self.before_probe.take().unwrap_or(w.limit);
-            let as_many = self
-                .binding_rate
-                .is_some_and(|usual| rate >= 0.95 * usual);
+            let as_many = self.binding_rate.is_some_and(|usual| rate >= 0.95 * usual);
             // As many calls a second at the lower limit: the rest of the
             // concurrency was only queueing inside the service.
             return if as_many && binds { w.limit } else { restore };
@@ -188,6 +203,14 @@ impl LimitAlgorithm for Auto {
         let no_load = self.no_load.unwrap_or(latency);
         let bdp = self.bandwidth_delay().unwrap_or(w.limit);
         let queueing = latency > self.tolerance * no_load;
+        if let Some(usual) = self.binding_rate.filter(|_| binds) {
+            // The service got much faster (a recovery): the no-load
+            // latency is stale, and only a window well below the current
+            // limit shows the new one. Probe at half the limit next.
+            if rate > 1.5 * usual {
+                self.deep_probe = true;
+            }
+        }
         if binds {
             self.binding_rate = Some(match self.binding_rate {
                 Some(r) => r + (rate - r) * 0.3,
@@ -195,14 +218,41 @@ impl LimitAlgorithm for Auto {
             });
         }
         if self.startup {
-            if !binds {
+            if !binds || rate <= 0.0 {
                 return w.limit;
             }
-            if queueing {
-                self.startup = false;
-                return self.headroom * bdp;
+            // While the limit binds, the service holds `limit` calls, so
+            // Little's law gives their latency from the throughput alone.
+            // (The window's mean latency would not do: right after the
+            // limit rose, the calls that complete first are the short ones.)
+            let little = w.limit / rate;
+            let lowest = self.no_load.map_or(little, |d| d.min(little));
+            self.no_load = Some(lowest);
+            // Calls already queue inside the service (the mean is biased
+            // low right after a rise, so this errs late; a handful of calls
+            // says nothing).
+            let queue_shows = w.completed >= MIN_SAMPLES / 2 && latency > 1.2 * lowest;
+            let grew = match self.startup_last {
+                Some((last_limit, last_rate)) => w.limit <= last_limit || rate >= 1.25 * last_rate,
+                None => true,
+            };
+            if grew && !queue_shows {
+                self.startup_last = Some((w.limit, rate));
+                self.startup_stalls = 0;
+                return w.limit * self.startup_gain;
             }
-            return w.limit * self.startup_gain;
+            // The limit grew, the throughput did not keep up (twice, for
+            // one window's rate is noisy) or a queue shows: the service's
+            // concurrency was reached. It is the highest throughput times
+            // the lowest latency seen.
+            self.startup_stalls += 1;
+            if queue_shows || self.startup_stalls >= 2 {
+                self.startup = false;
+                self.startup_last = None;
+                self.startup_stalls = 0;
+                return self.headroom * bdp.min(w.limit);
+            }
+            return w.limit;
         }
         if queueing {
             // A queue inside the service goes once the limit is down to the
@@ -223,10 +273,19 @@ impl LimitAlgorithm for Auto {
         self.stale_latency = f64::INFINITY;
         self.stale = 0;
         if binds {
+            // Calls wait for slots and the service shows no queue worth
+            // the name: it may take more. Fast while latency is at the
+            // no-load one, slowly above it (which, past the service's
+            // concurrency, ends in a queue and a shrink: a slow sawtooth
+            // between the product and `tolerance` times it).
             self.since_probe += 1;
             if latency <= 1.1 * no_load {
+                // No queue at all: the service's concurrency may be far
+                // above; find it as fast as at the start.
+                self.startup = true;
                 return w.limit * self.growth;
             }
+            return w.limit * (1.0 + (self.growth - 1.0) / 4.0);
         }
         w.limit
     }
@@ -343,18 +402,24 @@ impl AutoControl {
                 self.settings.wait_factor * no_load.as_secs_f64() / REFERENCE_WAIT.as_secs_f64();
             self.wait_scale.store(scale.to_bits(), Ordering::Relaxed);
         }
-        // One round trip while starting up, to grow fast; then long
-        // enough for a throughput and a mean latency worth comparing.
-        let length = if algorithm.in_startup() {
-            no_load.unwrap_or_default().max(Duration::from_millis(10))
+        // One round trip while starting up (growth is judged by the
+        // throughput there, see `Auto`); then two, and long enough for a
+        // throughput and a mean latency worth comparing: right after the
+        // limit rose, the calls that complete first are the short ones.
+        let round_trip = no_load.unwrap_or_default();
+        let (length, samples) = if algorithm.in_startup() {
+            (
+                round_trip.max(Duration::from_millis(10)),
+                driver.limit.max(8.0),
+            )
         } else {
-            no_load
-                .unwrap_or_default()
-                .mul_f64(2.0)
-                .max(self.settings.min_window)
+            (
+                (round_trip * 2).max(self.settings.min_window),
+                2.0 * driver.limit,
+            )
         };
         self.min_samples
-            .store(min_samples(driver.limit), Ordering::Relaxed);
+            .store(min_samples(samples), Ordering::Relaxed);
         self.next_close
             .store(since.saturating_add(nanos(length)), Ordering::Relaxed);
     }
@@ -375,10 +440,9 @@ impl AutoControl {
     }
 }
 
-/// What a window needs measured: two round trips' worth at a small limit,
-/// [`MIN_SAMPLES`] once the limit allows it.
-fn min_samples(limit: f64) -> u64 {
-    ((2.0 * limit).ceil() as u64).clamp(1, MIN_SAMPLES)
+/// What a window needs measured: `wanted`, at most [`MIN_SAMPLES`].
+fn min_samples(wanted: f64) -> u64 {
+    (wanted.ceil() as u64).clamp(1, MIN_SAMPLES)
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -398,7 +462,7 @@ mod tests {
             late: 0,
             limit,
             probe: false,
-            admitted,
+            finished: admitted,
             elapsed: Duration::from_millis(100),
             waiting: binds,
             at: Instant::now(),
@@ -412,51 +476,63 @@ mod tests {
         window(latency, limit, (throughput * 0.1) as u64, true)
     }
 
-    #[test]
-    fn startup_grows_fast_then_settles_on_the_bandwidth_delay_product() {
-        let mut auto = Auto::default();
-        let mut limit = 4.0;
-        let mut steps = 0;
-        while auto.in_startup() {
-            limit = auto.next_limit(&pool(100.0, limit));
-            steps += 1;
-            assert!(steps < 10, "{limit}");
-        }
-        assert_eq!(steps, 4, "4, 16, 64, 256: the queue shows at 256");
-        assert!((100.0..=130.0).contains(&limit), "{limit}");
-        for _ in 0..50 {
-            if let Some(probe) = auto.probe_limit(limit) {
-                limit = probe;
-            }
-            limit = auto.next_limit(&Window {
-                probe: auto.before_probe.is_some(),
-                ..pool(100.0, limit)
+    /// Runs `windows` windows of `service` (the pool at a limit), with
+    /// the probes the algorithm asks for; returns the limits.
+    fn drive(
+        auto: &mut Auto,
+        mut limit: f64,
+        windows: usize,
+        service: impl Fn(f64) -> Window,
+    ) -> Vec<f64> {
+        let mut limits = Vec::new();
+        for _ in 0..windows {
+            let probing = auto.probe_limit(limit);
+            let at = probing.unwrap_or(limit);
+            let next = auto.next_limit(&Window {
+                probe: probing.is_some(),
+                ..service(at)
             });
+            limit = next;
+            limits.push(limit);
         }
-        assert!((95.0..=160.0).contains(&limit), "stays near the pool: {limit}");
+        limits
+    }
+
+    #[test]
+    fn startup_doubles_then_settles_near_the_pool() {
+        let mut auto = Auto::default();
+        let limits = drive(&mut auto, 4.0, 60, |l| pool(100.0, l));
+        let out_of_startup = limits.iter().position(|&l| l >= 100.0).unwrap();
+        assert!(out_of_startup <= 6, "doubling from 4: {limits:?}");
+        assert!(!auto.in_startup());
+        for &l in &limits[20..] {
+            assert!(
+                (90.0..=200.0).contains(&l),
+                "stays near the pool: {limits:?}"
+            );
+        }
     }
 
     #[test]
     fn a_slowdown_keeps_the_limit_of_a_pool_of_workers() {
         let mut auto = Auto::default();
-        let mut limit = 4.0;
-        for _ in 0..30 {
-            limit = auto.next_limit(&pool(20.0, limit));
-        }
-        let before = limit;
+        let before = *drive(&mut auto, 4.0, 40, |l| pool(20.0, l)).last().unwrap();
         // Every call four times slower: the same 20 workers.
         let slow = |limit: f64| {
             let w = pool(20.0, limit);
             Window {
                 avg_latency: w.avg_latency * 4,
-                admitted: w.admitted / 4,
+                finished: w.finished / 4,
                 ..w
             }
         };
-        for _ in 0..30 {
-            limit = auto.next_limit(&slow(limit));
+        let limits = drive(&mut auto, before, 40, slow);
+        for &limit in &limits {
+            assert!(
+                limit >= 16.0 && limit <= 2.5 * before,
+                "{before} -> {limits:?}"
+            );
         }
-        assert!(limit >= 18.0 && limit <= 2.0 * before, "{before} -> {limit}");
     }
 
     #[test]
