@@ -537,8 +537,10 @@ mod tests {
 
     #[test]
     fn an_unused_limit_does_not_move_and_a_binding_one_without_a_queue_grows() {
-        let mut auto = Auto::default();
-        auto.startup = false;
+        let mut auto = Auto {
+            startup: false,
+            ..Auto::default()
+        };
         assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, false)), 50.0);
         assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, true)), 62.5);
     }

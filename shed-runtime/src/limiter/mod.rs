@@ -112,6 +112,7 @@ impl Limiter {
         Config::new()
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         capacity: u64,
         classes: Vec<ClassState>,
