@@ -495,7 +495,7 @@ impl Config {
         let switches = self.valid_switches();
         let mode = self.effective_mode();
         let fixed = self.fixed_capacity();
-        let specs = self
+        let specs: Vec<ClassSpec> = self
             .classes
             .into_iter()
             .map(|spec| {
@@ -507,12 +507,30 @@ impl Config {
                 spec.enabled(enabled)
             })
             .collect();
+        // An adaptive limit never goes below what the heaviest guarded fn
+        // needs within its class's share: a call refused as too heavy
+        // never completes, so the limit would never learn to grow for it.
+        let mut auto_settings = self.auto;
+        let heaviest = policies()
+            .iter()
+            .filter_map(|p| {
+                let class = specs.iter().find(|c| c.name() == p.class())?;
+                Some((f64::from(p.weight()) / class.share_of_capacity()).ceil() as u32)
+            })
+            .max()
+            .unwrap_or(1);
+        auto_settings.min = auto_settings.min.max(heaviest).min(auto_settings.max);
+        auto_settings.initial = auto_settings.initial.max(auto_settings.min);
         let classes = ClassState::all(specs);
         let (capacity, auto) = match fixed {
             Some(slots) => (u64::from(slots.max(1)).min(MAX_CAPACITY), None),
             None => (
-                u64::from(self.auto.initial.clamp(self.auto.min, self.auto.max)),
-                Some(AutoControl::new(self.auto)),
+                u64::from(
+                    auto_settings
+                        .initial
+                        .clamp(auto_settings.min, auto_settings.max),
+                ),
+                Some(AutoControl::new(auto_settings)),
             ),
         };
         let bound = match auto {

@@ -139,9 +139,10 @@ impl Limiter {
     }
 
     /// The process-wide limiter. Unless [`Config::install`] set it up
-    /// first, it is created on first use from the defaults and the
-    /// environment (`SHED_CLASSES`, `SHED_MODE`, `SHED_CAPACITY`); a
-    /// malformed variable is reported once and ignored.
+    /// first, it is created on first use from the defaults (an adaptive
+    /// capacity, see [`Config`]) and the environment (`SHED_CLASSES`,
+    /// `SHED_MODE`, `SHED_CAPACITY`); a malformed variable is reported once
+    /// and ignored, and the configuration in force is logged once.
     pub fn global() -> &'static Limiter {
         GLOBAL.get_or_init(|| Config::from_env().build_lenient())
     }
