@@ -596,8 +596,14 @@ impl Config {
     }
 }
 
+/// Whether a `tracing` subscriber would see an event here (a global one,
+/// or one set for this thread).
+fn has_subscriber() -> bool {
+    tracing::dispatcher::get_default(|d| !d.is::<tracing::subscriber::NoSubscriber>())
+}
+
 fn report_once(errors: &ConfigErrors) {
-    if tracing::dispatcher::has_been_set() {
+    if has_subscriber() {
         tracing::error!(target: "shed::config", "ignoring invalid shed configuration:\n{errors}");
     } else {
         eprintln!("shed: ignoring invalid shed configuration:\n{errors}");
@@ -607,7 +613,7 @@ fn report_once(errors: &ConfigErrors) {
 /// Reports malformed environment variables, one readable line each.
 fn report_env_warnings(warnings: &[Problem]) {
     for warning in warnings {
-        if tracing::dispatcher::has_been_set() {
+        if has_subscriber() {
             tracing::warn!(target: "shed::config", "{warning}");
         } else {
             eprintln!("shed: {warning}");
@@ -891,6 +897,56 @@ mod tests {
         let pinned = Config::new().capacity(64).build().unwrap();
         assert!(!pinned.is_adaptive());
         assert_eq!(pinned.capacity(), 64);
+    }
+
+    /// Collects the events of `tracing` as `LEVEL message` lines.
+    #[derive(Default, Clone)]
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl tracing::Subscriber for Capture {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            struct Message(String);
+            impl tracing::field::Visit for Message {
+                fn record_debug(&mut self, _: &tracing::field::Field, value: &dyn fmt::Debug) {
+                    self.0 = format!("{value:?}");
+                }
+            }
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            let line = format!("{} {}", event.metadata().level(), message.0);
+            self.0.lock().unwrap().push(line);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn the_process_wide_limiter_logs_its_configuration_once_and_each_malformed_variable_once() {
+        let capture = Capture::default();
+        let vars = [(ENV_CAPACITY, "4"), (ENV_MODE, "loud")];
+        let limiter = tracing::subscriber::with_default(capture.clone(), || {
+            Config::from_env_with(env(&vars))
+                .capacity(16)
+                .build_lenient()
+        });
+        assert_eq!(limiter.capacity(), 4);
+        let lines = capture.0.lock().unwrap().clone();
+        assert_eq!(
+            lines,
+            [
+                "WARN SHED_MODE=`loud` is malformed and ignored: expected `enforce`, `observe` or `off`",
+                "INFO shed: capacity=4 (from SHED_CAPACITY, over 16 in code); mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets fixed",
+            ],
+            "readable, not Debug-escaped, once each"
+        );
     }
 
     #[test]
