@@ -897,6 +897,10 @@ mod tests {
         let pinned = Config::new().capacity(64).build().unwrap();
         assert!(!pinned.is_adaptive());
         assert_eq!(pinned.capacity(), 64);
+        // Setting a capacity at run time pins it too.
+        limiter.set_capacity(32);
+        assert!(!limiter.is_adaptive());
+        assert_eq!(limiter.capacity(), 32);
     }
 
     /// Collects the events of `tracing` as `LEVEL message` lines.

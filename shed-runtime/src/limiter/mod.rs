@@ -203,10 +203,15 @@ impl Limiter {
         self.inner.core.snapshot().capacity
     }
 
-    /// Changes the capacity at run time (adaptive limits do this). Waiters
-    /// the new room lets in are admitted at once; if the capacity shrinks
-    /// below the in-flight weight, new calls wait until enough is released.
+    /// Changes the capacity at run time. Waiters the new room lets in are
+    /// admitted at once; if the capacity shrinks below the in-flight
+    /// weight, new calls wait until enough is released. This pins the
+    /// capacity: the adaptive default, if it ran, stops (a spawned
+    /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit) goes on).
     pub fn set_capacity(&self, capacity: u32) {
+        if let Some(auto) = &self.inner.auto {
+            auto.enabled.store(false, Ordering::Relaxed);
+        }
         self.inner.core.set_capacity(u64::from(capacity.max(1)));
     }
 
