@@ -697,7 +697,7 @@ async fn the_service_time_is_measured_to_the_response_head_not_the_body_drain() 
         tokio::time::sleep(Duration::from_secs(10)).await;
         response.into_body().collect().await.unwrap();
     }
-    let expected = policy.expected_service().expect("measured");
+    let expected = limiter.expected_service(policy).expect("measured");
     assert!(
         expected < Duration::from_millis(200),
         "the handler's 100 ms, not the reader's 10 s: {expected:?}"

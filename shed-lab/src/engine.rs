@@ -151,25 +151,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             tower::limit::GlobalConcurrencyLimitLayer::new(capacity as usize),
         ),
         PolicyKind::Shed => {
-            let mut config = Config::new()
-                .capacity(capacity)
-                .classes(specs.clone())
-                .service_time_sampling(1);
-            if let Some(bound) = scenario.limiter.queue_bound {
-                config = config.queue_bound(bound);
-            }
-            if let Some(mode) = &scenario.limiter.mode {
-                config = config.mode(mode.parse::<Mode>().expect("validated"));
-            }
-            let l = &scenario.limiter;
-            if l.codel {
-                let defaults = shed::Codel::default();
-                config = config.codel(shed::Codel {
-                    target: l.codel_target.map_or(defaults.target, |d| d.0),
-                    interval: l.codel_interval.map_or(defaults.interval, |d| d.0),
-                });
-            }
-            config = config.adaptive_lifo(l.lifo);
+            let config = shed_config(&scenario);
             let policies = scenario
                 .traffic
                 .iter()
@@ -288,10 +270,45 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
     report
 }
 
+/// The configuration the `shed` policy runs a scenario with. A scenario
+/// that omits `[limiter]` (or its `capacity`), `[[class]]` and
+/// `[adaptive]` gets exactly [`Config::new`]: the library's defaults, the
+/// adaptive capacity included, as the process-wide limiter runs them when
+/// nobody configured it (less the environment). A pinned capacity measures
+/// every call, as before.
+pub fn shed_config(scenario: &Scenario) -> Config {
+    let l = &scenario.limiter;
+    let mut config = Config::new();
+    if l.pinned {
+        config = config.capacity(l.capacity).service_time_sampling(1);
+    }
+    if !scenario.classes.is_empty() {
+        config = config.classes(scenario.class_specs());
+    }
+    if let Some(bound) = l.queue_bound {
+        config = config.queue_bound(bound);
+    }
+    if let Some(mode) = &l.mode {
+        config = config.mode(mode.parse::<Mode>().expect("validated"));
+    }
+    if l.codel {
+        let defaults = shed::Codel::default();
+        config = config.codel(shed::Codel {
+            target: l.codel_target.map_or(defaults.target, |d| d.0),
+            interval: l.codel_interval.map_or(defaults.interval, |d| d.0),
+        });
+    }
+    if l.lifo {
+        config = config.adaptive_lifo(true);
+    }
+    config
+}
+
 /// The controller a scenario's `[adaptive]` table describes.
 fn adaptive_controller(config: &crate::scenario::AdaptiveConfig) -> shed::adaptive::AdaptiveLimit {
-    use shed::adaptive::{AdaptiveLimit, Aimd, Fixed, Gradient2, Vegas};
+    use shed::adaptive::{AdaptiveLimit, Aimd, Auto, Fixed, Gradient2, Vegas};
     let mut controller = match config.algorithm.as_str() {
+        "auto" => AdaptiveLimit::new(Auto::default()),
         "aimd" => AdaptiveLimit::new(Aimd::new(config.target.expect("validated").0)),
         "vegas" => AdaptiveLimit::new(Vegas::default()),
         "gradient2" => AdaptiveLimit::new(Gradient2::default()),

@@ -28,13 +28,14 @@
 
 pub mod cli;
 mod engine;
+pub mod grid;
 pub mod plot;
 pub mod report;
 pub mod scenario;
 pub mod seeds;
 mod server;
 
-pub use engine::{direction_changes, run, PolicyKind};
+pub use engine::{direction_changes, run, shed_config, PolicyKind};
 pub use report::{Counts, Report};
 pub use scenario::{Scenario, ScenarioError};
 
@@ -46,8 +47,13 @@ pub fn compare(scenario: &Scenario, factor: f64) -> Vec<Report> {
         .collect()
 }
 
-/// The adaptive algorithms the lab knows.
+/// The adaptive algorithms `--algorithms` compares.
 pub const ALGORITHMS: [&str; 4] = ["static", "aimd", "vegas", "gradient2"];
+
+/// Every algorithm an `[adaptive]` table may name: those of
+/// [`ALGORITHMS`] and `auto`, the library's default limit (which a scenario
+/// without `[limiter]` and `[adaptive]` runs anyway).
+pub const KNOWN_ALGORITHMS: [&str; 5] = ["static", "auto", "aimd", "vegas", "gradient2"];
 
 /// Runs `scenario` under the `shed` policy once per adaptive algorithm
 /// (the scenario's `[adaptive]` table, with only the algorithm changed;

@@ -6,8 +6,8 @@
 //! warmup = "1s"         # optional: load before the window, not counted
 //! seed = 7
 //!
-//! [limiter]
-//! capacity = 8          # slots
+//! [limiter]             # optional: without it (or its capacity), shed runs the library's defaults
+//! capacity = 8          # slots (pins shed's capacity; the anchors' slots, default 256)
 //! queue_bound = 10000   # optional: most weight waiting at once
 //! mode = "enforce"      # optional: enforce | observe | off
 //! codel = true          # optional: CoDel on the wait queue (codel_target = "5ms", codel_interval = "100ms")
@@ -37,7 +37,7 @@
 //! model = "fifo"        # fifo (workers with an internal queue) or ps (processor sharing)
 //!
 //! [adaptive]            # optional: an adaptive limit for the shed policy
-//! algorithm = "aimd"    # aimd | vegas | gradient2 | static
+//! algorithm = "aimd"    # auto | aimd | vegas | gradient2 | static
 //! min = 4
 //! max = 256
 //! initial = 64          # optional: default limiter.capacity
@@ -156,12 +156,18 @@ impl<'de> Deserialize<'de> for RetryDelay {
     }
 }
 
-/// The `[limiter]` table.
+/// The `[limiter]` table. Without it (or without its `capacity`), the
+/// `shed` policy runs exactly the library's default configuration, adaptive
+/// capacity included, and the anchors get [`shed::DEFAULT_CAPACITY`] slots.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimiterConfig {
-    /// Slots.
+    /// Slots: the anchors' capacity, and shed's when `pinned`.
+    #[serde(default = "default_capacity")]
     pub capacity: u32,
+    /// Whether the scenario gives the capacity (else shed's is adaptive).
+    #[serde(skip)]
+    pub pinned: bool,
     /// Most weight waiting at once (default: four times the capacity).
     pub queue_bound: Option<u64>,
     /// `enforce`, `observe` or `off`.
@@ -176,6 +182,25 @@ pub struct LimiterConfig {
     /// Adaptive LIFO: serve the newest waiter first while the queue stands.
     #[serde(default)]
     pub lifo: bool,
+}
+
+fn default_capacity() -> u32 {
+    shed::DEFAULT_CAPACITY
+}
+
+impl Default for LimiterConfig {
+    fn default() -> Self {
+        Self {
+            capacity: default_capacity(),
+            pinned: false,
+            queue_bound: None,
+            mode: None,
+            codel: false,
+            codel_target: None,
+            codel_interval: None,
+            lifo: false,
+        }
+    }
 }
 
 /// A `[[class]]` table.
@@ -262,7 +287,7 @@ pub enum ServerModel {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdaptiveConfig {
-    /// `aimd`, `vegas`, `gradient2` or `static`.
+    /// `auto`, `aimd`, `vegas`, `gradient2` or `static`.
     pub algorithm: String,
     /// Lowest limit.
     #[serde(default = "one")]
@@ -340,7 +365,8 @@ pub struct Scenario {
     /// The random seed: the same seed gives the same numbers.
     #[serde(default)]
     pub seed: u64,
-    /// The server's slots.
+    /// The limiter (default: the library's defaults).
+    #[serde(default)]
     pub limiter: LimiterConfig,
     /// Class overrides and additions.
     #[serde(default, rename = "class")]
@@ -372,10 +398,13 @@ impl Scenario {
 
     /// Parses and checks a scenario; `file` names it in errors.
     pub fn from_toml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        let scenario: Scenario = toml::from_str(text).map_err(|e| ScenarioError::Parse {
+        let parse_error = |e: toml::de::Error| ScenarioError::Parse {
             file: file.to_string(),
             message: e.to_string().trim_end().replace('\n', "\n  "),
-        })?;
+        };
+        let mut scenario: Scenario = toml::from_str(text).map_err(parse_error)?;
+        let raw: toml::Table = toml::from_str(text).map_err(parse_error)?;
+        scenario.limiter.pinned = raw.get("limiter").and_then(|l| l.get("capacity")).is_some();
         let problems = scenario.problems();
         if problems.is_empty() {
             Ok(scenario)
@@ -436,6 +465,11 @@ impl Scenario {
         if self.limiter.capacity == 0 {
             problems.push("`limiter.capacity` must be at least 1".into());
         }
+        if !self.limiter.pinned && self.server.is_none() {
+            problems.push(
+                "a scenario without `limiter.capacity` needs a `[server]`: its workers are the capacity the default limit must find".into(),
+            );
+        }
         if let Some(mode) = &self.limiter.mode {
             if let Err(e) = mode.parse::<shed::Mode>() {
                 problems.push(format!("`limiter.mode`: {e}"));
@@ -447,9 +481,9 @@ impl Scenario {
             }
         }
         if let Some(a) = &self.adaptive {
-            if !["aimd", "vegas", "gradient2", "static"].contains(&a.algorithm.as_str()) {
+            if !crate::KNOWN_ALGORITHMS.contains(&a.algorithm.as_str()) {
                 problems.push(format!(
-                    "`adaptive.algorithm` = \"{}\": expected one of aimd, vegas, gradient2, static",
+                    "`adaptive.algorithm` = \"{}\": expected one of auto, aimd, vegas, gradient2, static",
                     a.algorithm
                 ));
             }

@@ -28,6 +28,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+mod auto;
+
+pub(crate) use auto::AutoControl;
+pub use auto::{Auto, AutoSettings};
+
+use crate::limiter::state::admissions_between;
+use crate::limiter::Inner;
 use crate::Limiter;
 
 /// Lock-free accumulators of the current window, updated on completion.
@@ -57,6 +64,10 @@ impl Accumulator {
         self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
         self.min_nanos.fetch_min(nanos, Ordering::Relaxed);
         self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
     }
 
     fn take(&self) -> (u64, u64, u64, u64) {
@@ -93,8 +104,35 @@ pub struct Window {
     pub limit: f64,
     /// Whether the window ran at a probe limit the algorithm asked for.
     pub probe: bool,
+    /// Calls that finished in the window, measured or not (the weight
+    /// admitted, less the growth of the in-flight weight): the throughput
+    /// is `finished / elapsed`.
+    pub finished: u64,
+    /// How long the window lasted.
+    pub elapsed: Duration,
+    /// Whether calls were waiting for slots when the window closed: the
+    /// limit binds.
+    pub waiting: bool,
     /// When the window closed.
     pub at: Instant,
+}
+
+impl Window {
+    /// Calls finished per second in the window.
+    pub fn throughput(&self) -> f64 {
+        let seconds = self.elapsed.as_secs_f64();
+        if seconds > 0.0 {
+            self.finished as f64 / seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// Whether the limit bound in the window: calls waited for slots, or
+    /// the in-flight weight reached the limit.
+    pub fn limit_binds(&self) -> bool {
+        self.waiting || self.max_in_flight as f64 >= self.limit.round()
+    }
 }
 
 /// A way of choosing the next limit from a window of completions.
@@ -485,69 +523,166 @@ impl AdaptiveLimit {
     }
 
     /// Like [`spawn`](AdaptiveLimit::spawn), calling `observe(window, new
-    /// limit)` after every decision (for reports and tests).
+    /// limit)` after every decision (for reports and tests). A limiter
+    /// built without a fixed capacity stops adapting on its own: this
+    /// controller takes over.
     pub fn spawn_observed(
-        mut self,
+        self,
         limiter: Limiter,
         mut observe: impl FnMut(&Window, u32) + Send + 'static,
     ) -> tokio::task::JoinHandle<()> {
-        let mut limit = f64::from(
+        if let Some(auto) = &limiter.inner.auto {
+            auto.enabled.store(false, Ordering::Relaxed);
+        }
+        let limit = f64::from(
             self.initial
                 .unwrap_or(limiter.capacity() as u32)
                 .clamp(self.min, self.max),
         );
+        let mut driver = Driver::new(
+            self.algorithm,
+            (f64::from(self.min), f64::from(self.max)),
+            limit,
+            &limiter.inner,
+            Instant::now(),
+        );
         limiter.set_capacity(limit as u32);
+        let period = self.window;
         tokio::spawn(async move {
-            let mut ticker = tokio::time::interval(self.window);
+            let mut ticker = tokio::time::interval(period);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await;
-            let mut late_before = late_total(&limiter);
-            let mut probing = false;
+            driver.open(&limiter.inner, Instant::now());
             loop {
-                if let Some(probe) = self.algorithm.probe_limit(limit) {
-                    let probe = probe.clamp(f64::from(self.min), limit);
-                    limiter.set_capacity(probe.round() as u32);
-                    probing = true;
-                }
                 ticker.tick().await;
-                let (count, sum, min, max_in_flight) = limiter.inner.window.take();
-                let late_now = late_total(&limiter);
-                let late = late_now - late_before;
-                late_before = late_now;
-                if count == 0 {
-                    if probing {
-                        limiter.set_capacity(limit.round() as u32);
-                        probing = false;
-                    }
-                    continue;
+                let now = Instant::now();
+                if let Some((window, capacity)) = driver.close(&limiter.inner, now) {
+                    observe(&window, capacity);
                 }
-                let window = Window {
-                    completed: count,
-                    avg_latency: Duration::from_nanos(sum / count),
-                    min_latency: Duration::from_nanos(min),
-                    max_in_flight,
-                    late,
-                    limit: if probing {
-                        f64::from(limiter.capacity() as u32)
-                    } else {
-                        limit
-                    },
-                    probe: std::mem::take(&mut probing),
-                    at: Instant::now(),
-                };
-                let next = self.algorithm.next_limit(&window);
-                limit = if next.is_finite() { next } else { limit }
-                    .clamp(f64::from(self.min), f64::from(self.max));
-                let capacity = limit.round() as u32;
-                limiter.set_capacity(capacity);
-                observe(&window, capacity);
+                driver.open(&limiter.inner, now);
             }
         })
     }
 }
 
-fn late_total(limiter: &Limiter) -> u64 {
-    limiter.stats().classes.iter().map(|c| c.late).sum()
+/// Runs a [`LimitAlgorithm`] window by window on a limiter: opens a window
+/// (at a probe limit if the algorithm asks for one), closes it into a
+/// [`Window`], and sets the capacity the algorithm chose.
+pub(crate) struct Driver<A: ?Sized> {
+    bounds: (f64, f64),
+    limit: f64,
+    probing: bool,
+    late_before: u64,
+    admitted_before: u64,
+    in_flight_before: u64,
+    opened: Instant,
+    algorithm: Box<A>,
+}
+
+impl<A: LimitAlgorithm + ?Sized> Driver<A> {
+    fn new(algorithm: Box<A>, bounds: (f64, f64), limit: f64, inner: &Inner, now: Instant) -> Self {
+        Self {
+            bounds,
+            limit,
+            probing: false,
+            late_before: late_total(inner),
+            admitted_before: inner.core.snapshot().admitted,
+            in_flight_before: inner.core.snapshot().in_flight,
+            opened: now,
+            algorithm,
+        }
+    }
+
+    /// A driver for a limiter that has admitted nothing yet.
+    fn fresh(algorithm: Box<A>, bounds: (f64, f64), limit: f64, now: Instant) -> Self {
+        Self {
+            bounds,
+            limit,
+            probing: false,
+            late_before: 0,
+            admitted_before: 0,
+            in_flight_before: 0,
+            opened: now,
+            algorithm,
+        }
+    }
+
+    /// Starts a window at `now`, at a probe limit if the algorithm asks.
+    fn open(&mut self, inner: &Inner, now: Instant) {
+        self.opened = now;
+        let snapshot = inner.core.snapshot();
+        self.admitted_before = snapshot.admitted;
+        self.in_flight_before = snapshot.in_flight;
+        if let Some(probe) = self.algorithm.probe_limit(self.limit) {
+            let probe = probe.clamp(self.bounds.0, self.limit);
+            inner.core.set_capacity(probe.round().max(1.0) as u64);
+            self.probing = true;
+        }
+    }
+
+    /// Ends the window at `now` and applies the algorithm's next limit.
+    /// `None` if no call was measured in it (the limit stays).
+    fn close(&mut self, inner: &Inner, now: Instant) -> Option<(Window, u32)> {
+        let (count, sum, min, max_in_flight) = inner.window.take();
+        let late_now = late_total(inner);
+        let late = late_now.saturating_sub(self.late_before);
+        self.late_before = late_now;
+        let snapshot = inner.core.snapshot();
+        let finished = (admissions_between(self.admitted_before, snapshot.admitted)
+            + self.in_flight_before)
+            .saturating_sub(snapshot.in_flight);
+        if count == 0 {
+            if std::mem::take(&mut self.probing) {
+                inner.core.set_capacity(self.limit.round() as u64);
+            }
+            return None;
+        }
+        let window = Window {
+            completed: count,
+            avg_latency: Duration::from_nanos(sum / count),
+            min_latency: Duration::from_nanos(min),
+            max_in_flight,
+            late,
+            limit: if self.probing {
+                snapshot.capacity as f64
+            } else {
+                self.limit
+            },
+            probe: std::mem::take(&mut self.probing),
+            finished,
+            elapsed: now.saturating_duration_since(self.opened),
+            waiting: snapshot.waiters,
+            at: now,
+        };
+        let next = self.algorithm.next_limit(&window);
+        self.limit =
+            if next.is_finite() { next } else { self.limit }.clamp(self.bounds.0, self.bounds.1);
+        let capacity = self.limit.round().max(1.0) as u32;
+        inner.core.set_capacity(u64::from(capacity));
+        Some((window, capacity))
+    }
+}
+
+impl Limiter {
+    /// Whether the capacity is adaptive: the default limit ([`Auto`]) runs
+    /// because no capacity was pinned, and no [`AdaptiveLimit`] took over.
+    /// The `shed_limit` gauge and [`capacity`](Limiter::capacity) show the
+    /// limit it has learned so far.
+    pub fn is_adaptive(&self) -> bool {
+        self.inner
+            .auto
+            .as_ref()
+            .is_some_and(|auto| auto.enabled.load(Ordering::Relaxed))
+    }
+}
+
+fn late_total(inner: &Inner) -> u64 {
+    inner
+        .core
+        .classes
+        .iter()
+        .map(|c| c.counters.outcomes().1)
+        .sum()
 }
 
 #[cfg(test)]
@@ -563,6 +698,9 @@ mod tests {
             late: 0,
             limit,
             probe: false,
+            finished: 100,
+            elapsed: Duration::from_millis(100),
+            waiting: false,
             at: Instant::now(),
         }
     }

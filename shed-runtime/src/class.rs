@@ -29,6 +29,10 @@ pub struct ClassSpec {
     share: f64,
     floor: u32,
     max_wait: Duration,
+    /// Whether `max_wait` was set explicitly: a default budget follows the
+    /// measured service time under the adaptive default limit.
+    #[serde(skip)]
+    max_wait_set: bool,
     enabled: bool,
 }
 
@@ -42,6 +46,7 @@ impl ClassSpec {
             share: 1.0,
             floor: 0,
             max_wait: Duration::from_millis(50),
+            max_wait_set: false,
             enabled: true,
         }
     }
@@ -73,7 +78,16 @@ impl ClassSpec {
     /// `#[shed(max_wait = ...)]` says otherwise.
     pub fn max_wait(mut self, max_wait: Duration) -> Self {
         self.max_wait = max_wait;
+        self.max_wait_set = true;
         self
+    }
+
+    /// Whether the budget was set with [`max_wait`](ClassSpec::max_wait).
+    /// A default budget is scaled to the measured service time while the
+    /// limiter's capacity is adaptive (see [`Config`](crate::Config)); a set
+    /// one keeps its meaning.
+    pub fn max_wait_is_set(&self) -> bool {
+        self.max_wait_set
     }
 
     /// Whether the class starts switched on.
@@ -116,16 +130,16 @@ impl ClassSpec {
     /// 50 ms), `optional` (rank 1, share 0.8, 20 ms) and `background`
     /// (rank 2, share 0.6, 5 ms).
     pub fn defaults() -> Vec<ClassSpec> {
+        // Default budgets, not set ones: they follow the measured service
+        // time under the adaptive default limit, in these proportions.
+        let with_default_wait = |spec: ClassSpec, millis| ClassSpec {
+            max_wait: Duration::from_millis(millis),
+            ..spec
+        };
         vec![
-            ClassSpec::new("critical", 0)
-                .share(1.0)
-                .max_wait(Duration::from_millis(50)),
-            ClassSpec::new("optional", 1)
-                .share(0.8)
-                .max_wait(Duration::from_millis(20)),
-            ClassSpec::new("background", 2)
-                .share(0.6)
-                .max_wait(Duration::from_millis(5)),
+            with_default_wait(ClassSpec::new("critical", 0).share(1.0), 50),
+            with_default_wait(ClassSpec::new("optional", 1).share(0.8), 20),
+            with_default_wait(ClassSpec::new("background", 2).share(0.6), 5),
         ]
     }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use crate::adaptive::{AutoControl, AutoSettings};
 use crate::class::{ClassSpec, ClassState};
 use crate::limiter::discipline::{Codel, Discipline};
 use crate::limiter::state::MAX_CAPACITY;
@@ -16,18 +17,27 @@ use crate::Limiter;
 pub const ENV_CLASSES: &str = "SHED_CLASSES";
 /// The variable that sets the mode: `enforce` (default), `observe` or `off`.
 pub const ENV_MODE: &str = "SHED_MODE";
-/// The variable that sets the capacity in slots.
+/// The variable that pins the capacity in slots (or `auto`: adaptive).
 pub const ENV_CAPACITY: &str = "SHED_CAPACITY";
 
-/// The capacity of a limiter nobody configured, in slots.
+/// A fixed capacity used where one is needed and none was given: when an
+/// explicit capacity is invalid and the process-wide limiter must still be
+/// built. A limiter nobody configured does not use it: its capacity is
+/// adaptive (see [`Config`]).
 pub const DEFAULT_CAPACITY: u32 = 256;
 
 /// The configuration of a limiter.
 ///
 /// Without any configuration, guarded fns use the process-wide limiter
-/// with [`DEFAULT_CAPACITY`] slots, the default classes
-/// ([`ClassSpec::defaults`]) and whatever `SHED_CLASSES`, `SHED_MODE` and
-/// `SHED_CAPACITY` say. To configure it, build a `Config` at startup and
+/// with an **adaptive capacity** ([`Auto`](crate::adaptive::Auto): it
+/// starts at 4 slots, grows fast while calls wait for slots and the
+/// service shows no queue, and settles near the concurrency the service
+/// sustains), default queue-wait budgets scaled to the measured service
+/// time, the default classes ([`ClassSpec::defaults`]) and whatever
+/// `SHED_CLASSES`, `SHED_MODE` and `SHED_CAPACITY` say.
+/// [`capacity`](Config::capacity) (or `SHED_CAPACITY`) pins a fixed
+/// capacity instead; a variable set by the operator wins over the code.
+/// To configure the process-wide limiter, build a `Config` at startup and
 /// [`install`](Config::install) it before the first guarded call; the
 /// install checks the configuration and every `#[shed]` fn against it, and
 /// reports every problem at once.
@@ -50,15 +60,32 @@ pub const DEFAULT_CAPACITY: u32 = 256;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Config {
-    capacity: u32,
+    /// A capacity fixed in code, or `None`: adaptive.
+    capacity: Option<u32>,
+    /// The adaptive limit's settings, when the capacity is not fixed.
+    auto: AutoSettings,
     classes: Vec<ClassSpec>,
     mode: Mode,
+    /// Whether the code set the mode.
+    mode_set: bool,
+    /// What the environment said, applied over the code at build time.
+    env: EnvSettings,
     queue_bound: Option<u64>,
     default_service: Duration,
     sample_every: u32,
     discipline: Discipline,
     /// Problems found while reading the environment, reported by the check.
     env_problems: Vec<Problem>,
+}
+
+/// The operator's settings from the environment.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct EnvSettings {
+    /// `SHED_CAPACITY`: `Some(None)` for `auto`.
+    capacity: Option<Option<u32>>,
+    mode: Option<Mode>,
+    /// `SHED_CLASSES`, as written.
+    classes: Option<String>,
 }
 
 impl Default for Config {
@@ -71,9 +98,12 @@ impl Config {
     /// The defaults, ignoring the environment.
     pub fn new() -> Self {
         Self {
-            capacity: DEFAULT_CAPACITY,
+            capacity: None,
+            auto: AutoSettings::default(),
             classes: ClassSpec::defaults(),
             mode: Mode::Enforce,
+            mode_set: false,
+            env: EnvSettings::default(),
             queue_bound: None,
             default_service: Duration::from_millis(1),
             sample_every: 64,
@@ -83,41 +113,61 @@ impl Config {
     }
 
     /// The defaults, then `SHED_CLASSES`, `SHED_MODE` and `SHED_CAPACITY`
-    /// from the process environment. Malformed values are kept as problems
-    /// for [`check`](Config::check) and are not applied.
+    /// from the process environment. The operator's variables win over
+    /// what the code sets, before or after this call
+    /// (`Config::from_env().capacity(16)` with `SHED_CAPACITY=4` runs 4
+    /// slots). A malformed variable is ignored as a whole, and reported
+    /// once, in one readable line, when the limiter is built or installed.
     pub fn from_env() -> Self {
-        Self::new().env_from(|name| std::env::var(name).ok())
+        Self::from_env_with(|name| std::env::var(name).ok())
+    }
+
+    /// [`from_env`](Config::from_env) with the variables read by `var`:
+    /// what the process-wide limiter nobody configured is built from.
+    pub fn from_env_with(var: impl Fn(&str) -> Option<String>) -> Self {
+        Self::new().env_from(var)
     }
 
     /// Applies the environment as read by `var` (for tests, or another
-    /// source of settings). A malformed variable is not applied at all and
-    /// becomes a problem that [`check`](Config::check) reports. Class
-    /// switches apply to the classes configured so far and to classes
-    /// added later.
+    /// source of settings), with the same precedence and the same
+    /// treatment of malformed values as [`from_env`](Config::from_env).
+    /// Class switches apply to the classes configured so far and to
+    /// classes added later.
     pub fn env_from(mut self, var: impl Fn(&str) -> Option<String>) -> Self {
         if let Some(raw) = var(ENV_MODE) {
             match raw.parse::<Mode>() {
-                Ok(mode) => self.mode = mode,
-                Err(e) => self
-                    .env_problems
-                    .push(Problem::env(ENV_MODE, &raw, e.to_string())),
+                Ok(mode) => self.env.mode = Some(mode),
+                Err(_) => self.env_problems.push(Problem::env(
+                    ENV_MODE,
+                    &raw,
+                    "expected `enforce`, `observe` or `off`".into(),
+                )),
             }
         }
         if let Some(raw) = var(ENV_CAPACITY) {
-            match raw.trim().parse::<u32>() {
-                Ok(n) if n >= 1 && u64::from(n) <= MAX_CAPACITY => self.capacity = n,
-                _ => self.env_problems.push(Problem::env(
-                    ENV_CAPACITY,
-                    &raw,
-                    format!("expected a whole number of slots from 1 to {MAX_CAPACITY}"),
-                )),
+            match raw.trim() {
+                "auto" | "adaptive" => self.env.capacity = Some(None),
+                n => match n.parse::<u32>() {
+                    Ok(n) if n >= 1 && u64::from(n) <= MAX_CAPACITY => {
+                        self.env.capacity = Some(Some(n))
+                    }
+                    _ => self.env_problems.push(Problem::env(
+                        ENV_CAPACITY,
+                        &raw,
+                        format!(
+                            "expected `auto` or a whole number of slots from 1 to {MAX_CAPACITY}"
+                        ),
+                    )),
+                },
             }
         }
         if let Some(raw) = var(ENV_CLASSES) {
             match parse_class_switches(&raw) {
-                Ok(switches) => self
-                    .env_problems
-                    .push(Problem::pending_switches(raw, switches)),
+                Ok(switches) => {
+                    self.env.classes = Some(raw.clone());
+                    self.env_problems
+                        .push(Problem::pending_switches(raw, switches))
+                }
                 Err(message) => self
                     .env_problems
                     .push(Problem::env(ENV_CLASSES, &raw, message)),
@@ -126,10 +176,27 @@ impl Config {
         self
     }
 
-    /// The total capacity in slots (at least 1).
+    /// Pins the capacity at `slots` (at least 1), instead of the adaptive
+    /// default. `SHED_CAPACITY`, if the operator set it, wins.
     pub fn capacity(mut self, slots: u32) -> Self {
-        self.capacity = slots;
+        self.capacity = Some(slots);
         self
+    }
+
+    /// The settings of the adaptive capacity (used unless a capacity is
+    /// pinned with [`capacity`](Config::capacity) or `SHED_CAPACITY`).
+    pub fn adaptive(mut self, settings: AutoSettings) -> Self {
+        self.auto = settings;
+        self
+    }
+
+    /// The capacity in force: pinned by the environment or the code, or
+    /// `None` when it is adaptive.
+    pub fn fixed_capacity(&self) -> Option<u32> {
+        match self.env.capacity {
+            Some(from_env) => from_env,
+            None => self.capacity,
+        }
     }
 
     /// Adds a class, or replaces the class of the same name.
@@ -147,14 +214,23 @@ impl Config {
         self
     }
 
-    /// The enforcement mode.
+    /// The enforcement mode. `SHED_MODE`, if the operator set it, wins.
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
+        self.mode_set = true;
         self
     }
 
+    /// The mode in force: the environment's, else the code's.
+    fn effective_mode(&self) -> Mode {
+        self.env.mode.unwrap_or(self.mode)
+    }
+
     /// The most weight that may wait for slots at once (default: four
-    /// times the capacity). Past it, calls are refused with `queue_full`.
+    /// times the capacity, or four times the adaptive limit's highest).
+    /// Past it, calls are refused with `queue_full`. Under the adaptive
+    /// default the queue-wait budgets, which follow the service time, are
+    /// what bounds the queue in time.
     pub fn queue_bound(mut self, weight: u64) -> Self {
         self.queue_bound = Some(weight);
         self
@@ -241,7 +317,8 @@ impl Config {
     pub fn check_against(&self, table: &PolicyTable) -> Result<(), ConfigErrors> {
         let mut problems = self.own_problems();
         let known = self.known_classes();
-        let capacity = u64::from(self.capacity);
+        // An adaptive limit may grow to its highest.
+        let capacity = u64::from(self.fixed_capacity().unwrap_or(self.auto.max));
         let mut by_name: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for policy in table {
             let at = format!("{}:{}", policy.file(), policy.line());
@@ -297,10 +374,18 @@ impl Config {
     /// Problems of the configuration itself and of the environment.
     fn own_problems(&self) -> Vec<Problem> {
         let mut problems = Vec::new();
-        if self.capacity == 0 || u64::from(self.capacity) > MAX_CAPACITY {
+        if let Some(capacity) = self.capacity {
+            if capacity == 0 || u64::from(capacity) > MAX_CAPACITY {
+                problems.push(Problem::plain(format!(
+                    "capacity must be from 1 to {MAX_CAPACITY} slots, got {capacity}"
+                )));
+            }
+        }
+        let a = &self.auto;
+        if a.min == 0 || a.min > a.max || u64::from(a.max) > MAX_CAPACITY {
             problems.push(Problem::plain(format!(
-                "capacity must be from 1 to {MAX_CAPACITY} slots, got {}",
-                self.capacity
+                "adaptive limits must satisfy 1 <= min <= max <= {MAX_CAPACITY}, got {}..={}",
+                a.min, a.max
             )));
         }
         if self.classes.is_empty() {
@@ -319,24 +404,92 @@ impl Config {
                 )));
             }
         }
-        for problem in &self.env_problems {
-            match &problem.switches {
-                Some(switches) => {
-                    for (name, _) in switches {
-                        if !self.classes.iter().any(|c| c.name() == name) {
-                            problems.push(Problem::plain(format!(
-                                "{ENV_CLASSES} names class `{name}`, which is not configured (known classes: {})",
-                                self.known_classes()
-                            )));
-                        }
-                    }
-                }
-                None => problems.push(problem.clone()),
-            }
-        }
         problems
     }
 
+    /// What is wrong with the environment: each malformed variable, once.
+    /// Such a variable is ignored as a whole (never half applied, never
+    /// failing a request or the startup); [`build`](Config::build),
+    /// [`install`](Config::install) and the process-wide limiter report it.
+    pub fn env_warnings(&self) -> Vec<Problem> {
+        let mut warnings = Vec::new();
+        for problem in &self.env_problems {
+            match &problem.switches {
+                Some(switches) => {
+                    let unknown: Vec<&str> = switches
+                        .iter()
+                        .map(|(name, _)| name.as_str())
+                        .filter(|name| !self.classes.iter().any(|c| c.name() == *name))
+                        .collect();
+                    if !unknown.is_empty() {
+                        warnings.push(Problem::plain(format!(
+                            "{ENV_CLASSES}=`{}` is ignored: it names {}, which {} not configured (known classes: {})",
+                            problem.message,
+                            unknown.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+                            if unknown.len() == 1 { "is" } else { "are" },
+                            self.known_classes()
+                        )));
+                    }
+                }
+                None => warnings.push(problem.clone()),
+            }
+        }
+        warnings
+    }
+
+    /// The configuration in force and where each value came from, in one
+    /// line: what the process-wide limiter logs once at startup.
+    pub fn describe(&self) -> String {
+        let capacity = match (self.env.capacity, self.capacity) {
+            (Some(Some(n)), Some(code)) if code != n => {
+                format!("capacity={n} (from {ENV_CAPACITY}, over {code} in code)")
+            }
+            (Some(Some(n)), _) => format!("capacity={n} (from {ENV_CAPACITY})"),
+            (Some(None), Some(code)) => {
+                format!("capacity=adaptive (from {ENV_CAPACITY}, over {code} in code)")
+            }
+            (Some(None), None) => format!("capacity=adaptive (from {ENV_CAPACITY})"),
+            (None, Some(n)) => format!("capacity={n} (from code)"),
+            (None, None) => "capacity=adaptive (default)".to_string(),
+        };
+        let capacity = match self.fixed_capacity() {
+            Some(_) => capacity,
+            None => format!(
+                "{capacity}, starting at {} within {}..={}",
+                self.auto.initial, self.auto.min, self.auto.max
+            ),
+        };
+        let mode = match (self.env.mode, self.mode_set) {
+            (Some(m), true) if m != self.mode => {
+                format!("mode={m} (from {ENV_MODE}, over {} in code)", self.mode)
+            }
+            (Some(m), _) => format!("mode={m} (from {ENV_MODE})"),
+            (None, true) => format!("mode={} (from code)", self.mode),
+            (None, false) => format!("mode={} (default)", self.mode),
+        };
+        let switches = self.valid_switches();
+        let classes = self
+            .classes
+            .iter()
+            .map(|c| {
+                let switched = switches.iter().rev().find(|(n, _)| n == c.name());
+                let on = switched.map_or(c.is_enabled(), |(_, on)| *on);
+                let from = if switched.is_some() {
+                    " (from SHED_CLASSES)"
+                } else {
+                    ""
+                };
+                format!("{}={}{from}", c.name(), if on { "on" } else { "off" })
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let budgets = if self.fixed_capacity().is_some() {
+            "fixed".to_string()
+        } else {
+            format!("{}x the measured service time", self.auto.wait_factor)
+        };
+        format!("shed: {capacity}; {mode}; classes {classes}; default wait budgets {budgets}")
+    }
     /// The class switches of `SHED_CLASSES`, if they are all valid.
     fn valid_switches(&self) -> Vec<(String, bool)> {
         self.env_problems
@@ -353,7 +506,9 @@ impl Config {
 
     fn into_limiter(self) -> Limiter {
         let switches = self.valid_switches();
-        let specs = self
+        let mode = self.effective_mode();
+        let fixed = self.fixed_capacity();
+        let specs: Vec<ClassSpec> = self
             .classes
             .into_iter()
             .map(|spec| {
@@ -365,16 +520,45 @@ impl Config {
                 spec.enabled(enabled)
             })
             .collect();
+        // An adaptive limit never goes below what the heaviest guarded fn
+        // needs within its class's share: a call refused as too heavy
+        // never completes, so the limit would never learn to grow for it.
+        let mut auto_settings = self.auto;
+        let heaviest = policies()
+            .iter()
+            .filter_map(|p| {
+                let class = specs.iter().find(|c| c.name() == p.class())?;
+                Some((f64::from(p.weight()) / class.share_of_capacity()).ceil() as u32)
+            })
+            .max()
+            .unwrap_or(1);
+        auto_settings.min = auto_settings.min.max(heaviest).min(auto_settings.max);
+        auto_settings.initial = auto_settings.initial.max(auto_settings.min);
         let classes = ClassState::all(specs);
-        let capacity = u64::from(self.capacity.max(1)).min(MAX_CAPACITY);
+        let (capacity, auto) = match fixed {
+            Some(slots) => (u64::from(slots.max(1)).min(MAX_CAPACITY), None),
+            None => (
+                u64::from(
+                    auto_settings
+                        .initial
+                        .clamp(auto_settings.min, auto_settings.max),
+                ),
+                Some(AutoControl::new(auto_settings)),
+            ),
+        };
+        let bound = match auto {
+            Some(_) => u64::from(self.auto.max) * 4,
+            None => capacity * 4,
+        };
         Limiter::from_parts(
             capacity,
             classes,
-            self.queue_bound.unwrap_or(capacity * 4),
-            self.mode,
+            self.queue_bound.unwrap_or(bound),
+            mode,
             self.default_service,
             self.sample_every,
             self.discipline,
+            auto,
         )
     }
 
@@ -383,6 +567,7 @@ impl Config {
     /// fns). Nothing is built if anything is wrong.
     pub fn build(self) -> Result<Limiter, ConfigErrors> {
         ConfigErrors::from_problems(self.own_problems())?;
+        report_env_warnings(&self.env_warnings());
         Ok(self.into_limiter())
     }
 
@@ -391,7 +576,11 @@ impl Config {
     /// already created the process-wide limiter: install at startup.
     pub fn install(self) -> Result<&'static Limiter, ConfigErrors> {
         self.check()?;
-        Limiter::install_global(self.into_limiter())
+        report_env_warnings(&self.env_warnings());
+        let description = self.describe();
+        let installed = Limiter::install_global(self.into_limiter())?;
+        announce(&description);
+        Ok(installed)
     }
 
     /// Builds whatever is valid, reporting problems once instead of failing:
@@ -400,23 +589,54 @@ impl Config {
         if let Err(errors) = ConfigErrors::from_problems(self.own_problems()) {
             report_once(&errors);
         }
+        report_env_warnings(&self.env_warnings());
         let mut config = self;
-        if config.capacity == 0 || u64::from(config.capacity) > MAX_CAPACITY {
-            config.capacity = DEFAULT_CAPACITY;
+        if config
+            .capacity
+            .is_some_and(|c| c == 0 || u64::from(c) > MAX_CAPACITY)
+        {
+            config.capacity = Some(DEFAULT_CAPACITY);
         }
+        if config.auto.min == 0 || config.auto.min > config.auto.max {
+            config.auto = AutoSettings::default();
+        }
+        config.auto.max = config.auto.max.min(MAX_CAPACITY as u32);
         if config.classes.is_empty() || config.classes.iter().any(|c| c.validate().is_err()) {
             config.classes = ClassSpec::defaults();
         }
+        announce(&config.describe());
         config.into_limiter()
     }
 }
 
+/// Whether a `tracing` subscriber would see an event here (a global one,
+/// or one set for this thread).
+fn has_subscriber() -> bool {
+    tracing::dispatcher::get_default(|d| !d.is::<tracing::subscriber::NoSubscriber>())
+}
+
 fn report_once(errors: &ConfigErrors) {
-    if tracing::dispatcher::has_been_set() {
+    if has_subscriber() {
         tracing::error!(target: "shed::config", "ignoring invalid shed configuration:\n{errors}");
     } else {
         eprintln!("shed: ignoring invalid shed configuration:\n{errors}");
     }
+}
+
+/// Reports malformed environment variables, one readable line each.
+fn report_env_warnings(warnings: &[Problem]) {
+    for warning in warnings {
+        if has_subscriber() {
+            tracing::warn!(target: "shed::config", "{warning}");
+        } else {
+            eprintln!("shed: {warning}");
+        }
+    }
+}
+
+/// Logs the configuration in force, once per process-wide limiter.
+fn announce(description: &str) {
+    tracing::info!(target: "shed::config", "{description}");
 }
 
 /// Parses `background=off,optional=on`. Accepts `on|off|true|false|1|0`,
@@ -474,7 +694,9 @@ impl Problem {
     }
 
     fn env(variable: &str, raw: &str, expected: String) -> Self {
-        Self::plain(format!("{variable}=`{raw}` is malformed: {expected}"))
+        Self::plain(format!(
+            "{variable}=`{raw}` is malformed and ignored: {expected}"
+        ))
     }
 
     fn pending_switches(raw: String, switches: Vec<(String, bool)>) -> Self {
@@ -505,10 +727,17 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Every problem a check found. Displays one problem per line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Every problem a check found. Displays one problem per line; `Debug`
+/// shows the same text, so that `install().expect(..)` prints it readably.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ConfigErrors {
     problems: Vec<Problem>,
+}
+
+impl fmt::Debug for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
 }
 
 impl ConfigErrors {
@@ -586,30 +815,161 @@ mod tests {
         assert!(err.contains("got `maybe`"), "{err}");
     }
 
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
     #[test]
-    fn malformed_environment_is_reported_and_not_applied() {
-        let config = Config::new().env_from(|name| match name {
-            ENV_CLASSES => Some("background=off,nosuch=off".into()),
-            ENV_MODE => Some("loud".into()),
-            ENV_CAPACITY => Some("lots".into()),
-            _ => None,
-        });
-        let errors = config.check_against(&PolicyTable::empty()).unwrap_err();
-        let text = errors.to_string();
-        assert_eq!(errors.problems().len(), 3, "{text}");
-        assert!(text.contains("SHED_MODE=`loud` is malformed"), "{text}");
-        assert!(text.contains("SHED_CAPACITY=`lots` is malformed"), "{text}");
-        assert!(
-            text.contains("names class `nosuch`, which is not configured (known classes: critical, optional, background)"),
-            "{text}"
+    fn malformed_environment_is_ignored_with_one_readable_warning_each() {
+        let config = Config::new().env_from(env(&[
+            (ENV_CLASSES, "background=off,nosuch=off"),
+            (ENV_MODE, "loud"),
+            (ENV_CAPACITY, "lots"),
+        ]));
+        // Not an error: the same in build, install and the global.
+        assert_eq!(config.check_against(&PolicyTable::empty()), Ok(()));
+        let warnings: Vec<String> = config
+            .env_warnings()
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert_eq!(
+            warnings[0],
+            "SHED_MODE=`loud` is malformed and ignored: expected `enforce`, `observe` or `off`"
         );
-        let limiter = config.build_lenient();
+        assert!(warnings[1].starts_with("SHED_CAPACITY=`lots` is malformed and ignored"));
+        assert_eq!(
+            warnings[2],
+            "SHED_CLASSES=`background=off,nosuch=off` is ignored: it names `nosuch`, which is not configured (known classes: critical, optional, background)"
+        );
+        let limiter = config.clone().build().unwrap();
         assert_eq!(
             limiter.class_enabled("background"),
             Some(true),
             "half-applied switches"
         );
         assert_eq!(limiter.mode(), Mode::Enforce);
-        assert_eq!(limiter.capacity(), u64::from(DEFAULT_CAPACITY));
+        assert!(limiter.is_adaptive(), "the capacity stays adaptive");
+        let lenient = config.build_lenient();
+        assert!(lenient.is_adaptive());
+        assert_eq!(lenient.class_enabled("background"), Some(true));
+    }
+
+    #[test]
+    fn the_operators_variables_win_over_the_code() {
+        let vars = [
+            (ENV_CAPACITY, "4"),
+            (ENV_MODE, "observe"),
+            (ENV_CLASSES, "optional=off"),
+        ];
+        // Before or after the code sets its values.
+        for config in [
+            Config::new()
+                .env_from(env(&vars))
+                .capacity(16)
+                .mode(Mode::Enforce),
+            Config::new()
+                .capacity(16)
+                .mode(Mode::Enforce)
+                .env_from(env(&vars)),
+        ] {
+            assert_eq!(config.fixed_capacity(), Some(4));
+            assert_eq!(
+                config.describe(),
+                "shed: capacity=4 (from SHED_CAPACITY, over 16 in code); mode=observe (from SHED_MODE, over enforce in code); classes critical=on,optional=off (from SHED_CLASSES),background=on; default wait budgets fixed"
+            );
+            let limiter = config.build().unwrap();
+            assert_eq!(limiter.capacity(), 4);
+            assert_eq!(limiter.mode(), Mode::Observe);
+            assert_eq!(limiter.class_enabled("optional"), Some(false));
+            assert!(!limiter.is_adaptive());
+        }
+        // `auto` takes a capacity pinned in code back to adaptive.
+        let auto = Config::new()
+            .capacity(16)
+            .env_from(env(&[(ENV_CAPACITY, "auto")]));
+        assert_eq!(auto.fixed_capacity(), None);
+        assert!(auto.build().unwrap().is_adaptive());
+    }
+
+    #[test]
+    fn without_configuration_the_capacity_is_adaptive_and_described_as_such() {
+        let config = Config::new().env_from(|_| None);
+        assert_eq!(
+            config.describe(),
+            "shed: capacity=adaptive (default), starting at 4 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 2x the measured service time"
+        );
+        let limiter = config.build().unwrap();
+        assert!(limiter.is_adaptive());
+        assert_eq!(limiter.capacity(), 4);
+        let pinned = Config::new().capacity(64).build().unwrap();
+        assert!(!pinned.is_adaptive());
+        assert_eq!(pinned.capacity(), 64);
+        // Setting a capacity at run time pins it too.
+        limiter.set_capacity(32);
+        assert!(!limiter.is_adaptive());
+        assert_eq!(limiter.capacity(), 32);
+    }
+
+    /// Collects the events of `tracing` as `LEVEL message` lines.
+    #[derive(Default, Clone)]
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl tracing::Subscriber for Capture {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            struct Message(String);
+            impl tracing::field::Visit for Message {
+                fn record_debug(&mut self, _: &tracing::field::Field, value: &dyn fmt::Debug) {
+                    self.0 = format!("{value:?}");
+                }
+            }
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            let line = format!("{} {}", event.metadata().level(), message.0);
+            self.0.lock().unwrap().push(line);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn the_process_wide_limiter_logs_its_configuration_once_and_each_malformed_variable_once() {
+        let capture = Capture::default();
+        let vars = [(ENV_CAPACITY, "4"), (ENV_MODE, "loud")];
+        let limiter = tracing::subscriber::with_default(capture.clone(), || {
+            Config::from_env_with(env(&vars))
+                .capacity(16)
+                .build_lenient()
+        });
+        assert_eq!(limiter.capacity(), 4);
+        let lines = capture.0.lock().unwrap().clone();
+        assert_eq!(
+            lines,
+            [
+                "WARN SHED_MODE=`loud` is malformed and ignored: expected `enforce`, `observe` or `off`",
+                "INFO shed: capacity=4 (from SHED_CAPACITY, over 16 in code); mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets fixed",
+            ],
+            "readable, not Debug-escaped, once each"
+        );
+    }
+
+    #[test]
+    fn config_errors_debug_as_they_display() {
+        let errors = Config::new().capacity(0).build().unwrap_err();
+        assert_eq!(format!("{errors:?}"), errors.to_string());
+        assert!(!format!("{errors:?}").contains("Problem {"), "{errors:?}");
     }
 }

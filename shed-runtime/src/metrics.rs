@@ -102,7 +102,7 @@ impl ClassCounters {
         self.fallbacks.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn outcomes(&self) -> (u64, u64, u64) {
+    pub(crate) fn outcomes(&self) -> (u64, u64, u64) {
         (
             self.served_in_time.load(Ordering::Relaxed),
             self.late.load(Ordering::Relaxed),

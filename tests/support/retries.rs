@@ -216,7 +216,9 @@ pub async fn run(
                     let _ = response.into_body().collect().await;
                     match status {
                         200 => Outcome::Ok,
-                        503 => Outcome::Refused,
+                        // 503: shed; 504: the deadline left (as propagated)
+                        // is shorter than the route's service time.
+                        503 | 504 => Outcome::Refused,
                         other => Outcome::Error(format!("status {other}")),
                     }
                 }

@@ -68,6 +68,8 @@ pub(crate) struct Inner {
     pub(crate) totals: crate::metrics::AdmittedTotals,
     /// The adaptive limit's window of measured completions.
     pub(crate) window: crate::adaptive::Accumulator,
+    /// The default adaptive limit, unless the capacity is fixed.
+    pub(crate) auto: Option<crate::adaptive::AutoControl>,
     pub(crate) learned: Learned,
 }
 
@@ -141,6 +143,7 @@ impl Limiter {
         Config::new()
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         capacity: u64,
         classes: Vec<ClassState>,
@@ -149,6 +152,7 @@ impl Limiter {
         default_service: Duration,
         sample_every: u32,
         discipline: discipline::Discipline,
+        auto: Option<crate::adaptive::AutoControl>,
     ) -> Self {
         let classes_len = classes.len();
         Self {
@@ -161,14 +165,16 @@ impl Limiter {
                 totals: crate::metrics::AdmittedTotals::new(classes_len),
                 window: Default::default(),
                 learned: Learned::default(),
+                auto,
             }),
         }
     }
 
     /// The process-wide limiter. Unless [`Config::install`] set it up
-    /// first, it is created on first use from the defaults and the
-    /// environment (`SHED_CLASSES`, `SHED_MODE`, `SHED_CAPACITY`); a
-    /// malformed variable is reported once and ignored.
+    /// first, it is created on first use from the defaults (an adaptive
+    /// capacity, see [`Config`]) and the environment (`SHED_CLASSES`,
+    /// `SHED_MODE`, `SHED_CAPACITY`); a malformed variable is reported once
+    /// and ignored, and the configuration in force is logged once.
     pub fn global() -> &'static Limiter {
         GLOBAL.get_or_init(|| Config::from_env().build_lenient().into_global())
     }
@@ -242,10 +248,15 @@ impl Limiter {
         self.inner.core.snapshot().capacity
     }
 
-    /// Changes the capacity at run time (adaptive limits do this). Waiters
-    /// the new room lets in are admitted at once; if the capacity shrinks
-    /// below the in-flight weight, new calls wait until enough is released.
+    /// Changes the capacity at run time. Waiters the new room lets in are
+    /// admitted at once; if the capacity shrinks below the in-flight
+    /// weight, new calls wait until enough is released. This pins the
+    /// capacity: the adaptive default, if it ran, stops (a spawned
+    /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit) goes on).
     pub fn set_capacity(&self, capacity: u32) {
+        if let Some(auto) = &self.inner.auto {
+            auto.enabled.store(false, Ordering::Relaxed);
+        }
         self.inner.core.set_capacity(u64::from(capacity.max(1)));
     }
 
@@ -451,7 +462,10 @@ impl Held {
         }
         let expected = expected.unwrap_or_else(|| self.expected_service(stats));
         let arrived = now.unwrap_or_else(Instant::now);
-        let budget = max_wait.unwrap_or(state.spec.default_max_wait());
+        let budget = max_wait.unwrap_or_else(|| match &self.auto {
+            Some(auto) => auto.budget(&state.spec),
+            None => state.spec.default_max_wait(),
+        });
         let mut gives_up = (arrived + budget, Reason::MaxWait);
         if let Some(deadline) = deadline {
             let last_start = deadline.checked_sub(expected).unwrap_or(arrived);

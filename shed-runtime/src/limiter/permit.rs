@@ -136,6 +136,9 @@ fn record_service(
         held.learned.with(stats, |e| e.observe(took, now));
     }
     held.window.record(took, in_flight);
+    if let Some(auto) = &held.auto {
+        auto.completed(held, now);
+    }
     // Not while unwinding: a recorder that panics again would abort.
     if !std::thread::panicking() {
         held.core.classes[class].counters.record_service(took);

@@ -1,0 +1,78 @@
+//! The defaults grid: services nobody configured `shed` for (see
+//! `shed_lab::grid`), under the library's defaults, tower's reject-when-full
+//! and the best hand-tuned preset, worst over the seeds.
+//!
+//! ```text
+//! cargo run --release -p shed-lab --example grid                 # seeds 0..8, every contender
+//! cargo run --release -p shed-lab --example grid -- --seeds 0..2 --only defaults --json
+//! ```
+
+use std::process::ExitCode;
+
+use shed_lab::grid::{self, Contender};
+
+const USAGE: &str =
+    "usage: grid [--seeds 0..8] [--only defaults|tower|hand-tuned] [--shape NAME-PREFIX] [--json]";
+
+fn main() -> ExitCode {
+    let mut seeds = 0..8;
+    let mut contenders = Contender::ALL.to_vec();
+    let mut shapes = grid::SHAPES.to_vec();
+    let mut json = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let value = args.next();
+        match (arg.as_str(), value.as_deref()) {
+            ("--seeds", Some(range)) => {
+                match range
+                    .split_once("..")
+                    .and_then(|(a, b)| Some(a.parse().ok()?..b.parse().ok()?))
+                {
+                    Some(r) if !std::ops::Range::<u64>::is_empty(&r) => seeds = r,
+                    _ => {
+                        eprintln!("--seeds takes a range like 0..8, got `{range}`\n{USAGE}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            ("--only", Some(name)) => {
+                let Some(c) = Contender::ALL.into_iter().find(|c| match name {
+                    "defaults" => *c == Contender::Defaults,
+                    "tower" => *c == Contender::Tower,
+                    "hand-tuned" => *c == Contender::HandTuned,
+                    _ => false,
+                }) else {
+                    eprintln!("unknown contender `{name}`\n{USAGE}");
+                    return ExitCode::from(2);
+                };
+                contenders = vec![c];
+            }
+            ("--shape", Some(prefix)) => shapes.retain(|s| s.name().starts_with(prefix)),
+            ("--json", value) => {
+                json = true;
+                if value.is_some() {
+                    eprintln!("--json takes no value\n{USAGE}");
+                    return ExitCode::from(2);
+                }
+            }
+            _ => {
+                eprintln!("{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let cells = grid::run_grid(&shapes, &grid::FACTORS, &contenders, seeds.clone());
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&cells).expect("cells serialise")
+        );
+    } else {
+        println!(
+            "defaults grid, worst of seeds {}..{} (16 s from a cold start, 4x slowdown from 6 s to 11 s)\n",
+            seeds.start, seeds.end
+        );
+        print!("{}", grid::table(&cells));
+    }
+    ExitCode::SUCCESS
+}

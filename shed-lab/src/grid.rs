@@ -1,0 +1,385 @@
+//! The defaults grid: services nobody configured `shed` for, and how the
+//! library's defaults, tower's reject-when-full and the best hand-tuned
+//! preset of the adaptive limits serve them.
+//!
+//! Each shape is a bottleneck inside the service (a `[server]` of workers,
+//! `fifo` or `ps`), a service time and its distribution, and clients that
+//! time out at a multiple of the service time and send no deadline. Each
+//! run is 16 s from a cold start; every call is four times slower from 6 s
+//! to 11 s. The table reports, per shape and load factor:
+//! - goodput: calls served in time over the best possible, over the
+//!   settled seconds (all but the first two after the start and after each
+//!   change), and the worst settled second from the third on;
+//! - p99 of the calls served in time;
+//! - convergence: how long after the cold start, the slowdown and the
+//!   recovery a half second first served 90% of the best possible.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::scenario::{
+    AdaptiveConfig, Arrivals, Dur, Event, LimiterConfig, Scenario, ServerConfig, ServerModel,
+    ServiceDist, Traffic,
+};
+use crate::{run, PolicyKind, Report};
+
+/// One service shape of the grid.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Shape {
+    /// How the bottleneck shares its workers.
+    #[serde(skip)]
+    pub model: ServerModel,
+    /// Workers at the bottleneck.
+    pub workers: u32,
+    /// Mean service time, in milliseconds.
+    pub service_ms: u64,
+    /// Exponential service times (else constant).
+    pub exponential: bool,
+    /// The clients' timeout, as a multiple of the service time.
+    pub timeout_x: u32,
+}
+
+impl Shape {
+    /// A short name: `fifo-16x10ms-exp-10x`.
+    pub fn name(&self) -> String {
+        format!(
+            "{}-{}x{}ms-{}-{}x",
+            match self.model {
+                ServerModel::Fifo => "fifo",
+                ServerModel::Ps => "ps",
+            },
+            self.workers,
+            self.service_ms,
+            if self.exponential { "exp" } else { "const" },
+            self.timeout_x
+        )
+    }
+
+    /// Calls a second the service completes with every worker busy.
+    pub fn capacity_rps(&self) -> f64 {
+        f64::from(self.workers) * 1000.0 / self.service_ms as f64
+    }
+}
+
+const fn shape(model: ServerModel, workers: u32, service_ms: u64, exp: bool, x: u32) -> Shape {
+    Shape {
+        model,
+        workers,
+        service_ms,
+        exponential: exp,
+        timeout_x: x,
+    }
+}
+
+/// The grid: 2 to 1,000 workers, 1 to 200 ms, `fifo` and `ps`, constant
+/// and exponential, timeouts of 5x to 20x; at most 5,000 calls a second at
+/// capacity, so that a sweep runs in minutes.
+pub const SHAPES: [Shape; 10] = [
+    shape(ServerModel::Fifo, 2, 200, true, 10),
+    shape(ServerModel::Ps, 2, 200, false, 5),
+    shape(ServerModel::Fifo, 16, 10, true, 10),
+    shape(ServerModel::Ps, 16, 10, true, 20),
+    shape(ServerModel::Fifo, 64, 50, false, 5),
+    shape(ServerModel::Ps, 64, 50, true, 10),
+    shape(ServerModel::Fifo, 4, 1, true, 20),
+    shape(ServerModel::Ps, 8, 2, false, 10),
+    shape(ServerModel::Fifo, 1000, 200, true, 10),
+    shape(ServerModel::Ps, 400, 100, false, 5),
+];
+
+/// The load factors of the grid.
+pub const FACTORS: [f64; 2] = [0.8, 3.0];
+
+/// When every call gets four times slower, and when it recovers.
+const SLOWDOWN: (u64, u64) = (6, 11);
+/// Seconds of a run.
+const SECONDS: u64 = 16;
+/// Seconds after the start and after each change that are not settled.
+const SETTLING: u64 = 2;
+
+/// Who admits the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Contender {
+    /// `shed` with nothing configured: the library's defaults.
+    Defaults,
+    /// tower's reject-when-full at shed's former default of 256 slots.
+    Tower,
+    /// The best hand-tuned preset of the adaptive limits
+    /// (`bottleneck-overload.toml`: AIMD with a 30 ms target from 64 slots,
+    /// CoDel and adaptive LIFO).
+    HandTuned,
+}
+
+impl Contender {
+    /// Every contender, in table order.
+    pub const ALL: [Contender; 3] = [Contender::Defaults, Contender::Tower, Contender::HandTuned];
+
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Contender::Defaults => "shed defaults",
+            Contender::Tower => "tower @256",
+            Contender::HandTuned => "hand-tuned",
+        }
+    }
+}
+
+/// The scenario of `shape` for `contender` on `seed`.
+pub fn scenario(shape: &Shape, contender: Contender, seed: u64) -> Scenario {
+    let service = Duration::from_millis(shape.service_ms);
+    let mut scenario = Scenario {
+        name: shape.name(),
+        seconds: SECONDS as f64,
+        warmup: None,
+        seed,
+        limiter: LimiterConfig::default(),
+        classes: Vec::new(),
+        traffic: vec![Traffic {
+            class: "critical".into(),
+            rps: shape.capacity_rps(),
+            arrivals: Arrivals::Poisson,
+            service: Dur(service),
+            service_dist: if shape.exponential {
+                ServiceDist::Exp
+            } else {
+                ServiceDist::Const
+            },
+            timeout: Dur(service * shape.timeout_x),
+            weight: 1,
+            max_wait: None,
+            deadline: false,
+            retries: 0,
+            retry: None,
+        }],
+        events: vec![
+            Event {
+                at: Dur(Duration::from_secs(SLOWDOWN.0)),
+                service_factor: Some(4.0),
+                rps: None,
+                class: None,
+            },
+            Event {
+                at: Dur(Duration::from_secs(SLOWDOWN.1)),
+                service_factor: Some(1.0),
+                rps: None,
+                class: None,
+            },
+        ],
+        server: Some(ServerConfig {
+            workers: shape.workers,
+            model: shape.model,
+        }),
+        adaptive: None,
+        overload: None,
+    };
+    if contender == Contender::HandTuned {
+        scenario.limiter = LimiterConfig {
+            capacity: 64,
+            pinned: true,
+            codel: true,
+            lifo: true,
+            ..LimiterConfig::default()
+        };
+        scenario.traffic[0].max_wait = Some(Dur(Duration::from_millis(30)));
+        scenario.adaptive = Some(AdaptiveConfig {
+            algorithm: "aimd".into(),
+            min: 4,
+            max: 256,
+            initial: None,
+            window: Some(Dur(Duration::from_millis(100))),
+            target: Some(Dur(Duration::from_millis(30))),
+        });
+    }
+    scenario
+}
+
+/// One contender on one shape at one load factor: the worst over the seeds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    /// The shape's name.
+    pub shape: String,
+    /// The load factor.
+    pub factor: f64,
+    /// Who admitted the calls.
+    pub contender: &'static str,
+    /// Seeds run.
+    pub seeds: u64,
+    /// Served in time over the best possible in the settled seconds, in
+    /// percent: the worst seed.
+    pub goodput_pct: f64,
+    /// The worst settled second from the third on, in percent of the best
+    /// possible: the worst seed.
+    pub worst_second_pct: f64,
+    /// p99 of the calls served in time, in milliseconds: the worst seed.
+    pub p99_ms: f64,
+    /// Seconds to converge after the cold start, the slowdown and the
+    /// recovery: the worst seed (`None`: never, on some seed).
+    pub converged_s: [Option<f64>; 3],
+}
+
+/// The measures of one run.
+fn measure(report: &Report) -> (f64, f64, f64, [Option<f64>; 3]) {
+    let ideal_at = |second: u64| {
+        let s = second as f64;
+        report
+            .phases
+            .iter()
+            .find(|p| p.start_s <= s && s < p.end_s)
+            .map_or(0.0, |p| p.ideal_rps)
+    };
+    let changes = [0, SLOWDOWN.0, SLOWDOWN.1];
+    let settled = |second: u64| {
+        changes
+            .iter()
+            .all(|&c| second < c || second >= c + SETTLING)
+    };
+    let (mut served, mut ideal, mut worst) = (0.0, 0.0, f64::INFINITY);
+    for second in (0..SECONDS).filter(|&s| settled(s)) {
+        let got = report.timeline[second as usize].served_in_time as f64;
+        let best = ideal_at(second);
+        served += got;
+        ideal += best;
+        if second >= 3 && best > 0.0 {
+            worst = worst.min(got / best);
+        }
+    }
+    let mut converged = [None; 3];
+    for (slot, phase) in converged.iter_mut().zip(&report.phases) {
+        *slot = phase.converged_after_s;
+    }
+    (
+        100.0 * served / ideal.max(1.0),
+        100.0 * worst,
+        report.total.p99_ms,
+        converged,
+    )
+}
+
+/// Runs every shape at every factor for every contender on `seeds`, in
+/// parallel on the machine's cores.
+pub fn run_grid(
+    shapes: &[Shape],
+    factors: &[f64],
+    contenders: &[Contender],
+    seeds: std::ops::Range<u64>,
+) -> Vec<Cell> {
+    let mut jobs = Vec::new();
+    for shape in shapes {
+        for &factor in factors {
+            for &contender in contenders {
+                jobs.push((*shape, factor, contender));
+            }
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(vec![None; jobs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(shape, factor, contender)) = jobs.get(i) else {
+                    return;
+                };
+                let cell = run_cell(&shape, factor, contender, seeds.clone());
+                results.lock().expect("not poisoned")[i] = Some(cell);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("not poisoned")
+        .into_iter()
+        .map(|c| c.expect("every job ran"))
+        .collect()
+}
+
+/// One contender on one shape at one factor, worst over `seeds`.
+pub fn run_cell(
+    shape: &Shape,
+    factor: f64,
+    contender: Contender,
+    seeds: std::ops::Range<u64>,
+) -> Cell {
+    let mut cell = Cell {
+        shape: shape.name(),
+        factor,
+        contender: contender.name(),
+        seeds: 0,
+        goodput_pct: f64::INFINITY,
+        worst_second_pct: f64::INFINITY,
+        p99_ms: 0.0,
+        converged_s: [Some(0.0); 3],
+    };
+    for seed in seeds {
+        let policy = match contender {
+            Contender::Tower => PolicyKind::RejectWhenFull,
+            _ => PolicyKind::Shed,
+        };
+        let report = run(&scenario(shape, contender, seed), policy, factor);
+        let (goodput, worst, p99, converged) = measure(&report);
+        cell.seeds += 1;
+        cell.goodput_pct = cell.goodput_pct.min(round1(goodput));
+        cell.worst_second_pct = cell.worst_second_pct.min(round1(worst));
+        cell.p99_ms = cell.p99_ms.max(p99);
+        for (slot, c) in cell.converged_s.iter_mut().zip(converged) {
+            *slot = match (*slot, c) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            };
+        }
+    }
+    cell
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+/// The grid as one text table.
+pub fn table(cells: &[Cell]) -> String {
+    let mut out = format!(
+        "{:<26} {:>5}  {:<14} {:>8} {:>8} {:>8}  {:>18}\n",
+        "shape", "load", "contender", "goodput", "worst s", "p99", "converged c/s/r"
+    );
+    for c in cells {
+        let conv = c
+            .converged_s
+            .iter()
+            .map(|s| s.map_or("never".to_string(), |s| format!("{s:.1}")))
+            .collect::<Vec<_>>()
+            .join(" ");
+        out += &format!(
+            "{:<26} {:>4}x  {:<14} {:>7.1}% {:>7.1}% {:>5.0} ms  {:>18}\n",
+            c.shape, c.factor, c.contender, c.goodput_pct, c.worst_second_pct, c.p99_ms, conv
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured() {
+        for shape in &SHAPES {
+            for contender in Contender::ALL {
+                let s = scenario(shape, contender, 1);
+                let text_free = crate::shed_config(&s);
+                if contender == Contender::Defaults {
+                    assert_eq!(
+                        format!("{text_free:?}"),
+                        format!("{:?}", shed::Config::new()),
+                        "{}",
+                        shape.name()
+                    );
+                }
+                assert!((s.capacity_rps() - shape.capacity_rps()).abs() < 1e-6);
+            }
+        }
+        let names: std::collections::BTreeSet<String> = SHAPES.iter().map(Shape::name).collect();
+        assert_eq!(names.len(), SHAPES.len(), "unique names");
+    }
+}

@@ -1,0 +1,69 @@
+//! A scenario that configures nothing runs the library's defaults: the
+//! same configuration, and so the same code path, as the process-wide
+//! limiter nobody configured.
+
+use shed_lab::{run, shed_config, PolicyKind, Scenario};
+
+const UNCONFIGURED: &str = r#"
+    name = "unconfigured"
+    seconds = 4
+    seed = 3
+    [server]
+    workers = 16
+    model = "ps"
+    [[traffic]]
+    rps = 4800                # 3x the 16 workers' 1,600 rps
+    service = "10ms"
+    service_dist = "exp"
+    timeout = "100ms"
+"#;
+
+#[test]
+fn a_scenario_without_limiter_or_adaptive_tables_runs_exactly_the_library_defaults() {
+    let scenario = Scenario::from_toml(UNCONFIGURED, "unconfigured.toml").unwrap();
+    assert!(!scenario.limiter.pinned);
+    let lab = format!("{:?}", shed_config(&scenario));
+    // What `Limiter::global()` builds from when no variable is set.
+    let global = format!("{:?}", shed::Config::from_env_with(|_| None));
+    assert_eq!(lab, format!("{:?}", shed::Config::new()));
+    assert_eq!(lab, global);
+    assert!(shed_config(&scenario).build().unwrap().is_adaptive());
+
+    // Pinning the capacity is what opts out.
+    let pinned = Scenario::from_toml(
+        &UNCONFIGURED.replace("[server]", "[limiter]\ncapacity = 16\n[server]"),
+        "pinned.toml",
+    )
+    .unwrap();
+    assert!(!shed_config(&pinned).build().unwrap().is_adaptive());
+}
+
+#[test]
+fn without_a_bottleneck_a_scenario_must_pin_a_capacity() {
+    let text = UNCONFIGURED.replace("[server]\n    workers = 16\n    model = \"ps\"", "");
+    let error = Scenario::from_toml(&text, "bare.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("needs a `[server]`"), "{error}");
+}
+
+#[test]
+fn the_defaults_find_a_bottleneck_nobody_told_them_and_beat_reject_when_full() {
+    let scenario = Scenario::from_toml(UNCONFIGURED, "unconfigured.toml").unwrap();
+    let shed = run(&scenario, PolicyKind::Shed, 1.0);
+    let tower = run(&scenario, PolicyKind::RejectWhenFull, 1.0);
+    let after_warmup: u64 = shed.timeline[1..].iter().map(|s| s.served_in_time).sum();
+    // 74% of the capacity on this seed (the limit settles at 12-13 for 16
+    // workers: see BENCHMARKS.md, "Protection without tuning").
+    assert!(
+        after_warmup as f64 >= 0.7 * 3.0 * 1600.0,
+        "{:?}",
+        shed.timeline
+    );
+    assert!(shed.total.goodput_rps > 1.2 * tower.total.goodput_rps);
+    let limits: Vec<u32> = shed.timeline.iter().filter_map(|s| s.limit).collect();
+    assert!(
+        limits.iter().all(|&l| (8..=64).contains(&l)),
+        "the limit learned the 16 workers: {limits:?}"
+    );
+}

@@ -1,0 +1,547 @@
+//! The default limit: what a limiter runs when nobody gave it a capacity.
+//!
+//! [`Auto`] estimates the service's concurrency from throughput and
+//! latency (the bandwidth-delay product, as TCP BBR does), starting small
+//! and growing fast; [`AutoControl`] drives it from completed calls, with
+//! no task to spawn and nothing added to an admission that does not wait.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{Driver, LimitAlgorithm, Window};
+use crate::class::ClassSpec;
+use crate::limiter::Inner;
+
+/// How many windows the throughput filter remembers.
+const HORIZON: usize = 10;
+/// Consecutive windows of queueing after which the no-load latency is
+/// taken for stale.
+const STALE_WINDOWS: u32 = 5;
+
+/// The default adaptive limit: finds the concurrency a service sustains
+/// from what its completions show, with no latency target to pick.
+///
+/// - **Startup.** From a small limit, multiply it by `startup_gain` every
+///   window in which the limit binds, until the window's mean latency
+///   rises past `tolerance` times the lowest recent one (calls queue
+///   inside the service). Then set the limit to `headroom` times the
+///   bandwidth-delay product: the highest recent throughput times the
+///   lowest recent latency, which is the concurrency the service's
+///   workers absorb without queueing (Little's law).
+/// - **Steady.** A window whose latency is past `tolerance` times the
+///   lowest recent one shrinks the limit to `headroom` times the
+///   bandwidth-delay product (at most by half); a window in which the
+///   limit binds while latency shows no queue (within 10% of the lowest)
+///   grows it by `growth`.
+/// - **Probe.** Every `probe_every` windows in which the limit binds, one
+///   window runs at `probe` times the limit. If it admits as many calls a
+///   second, the rest of the concurrency was only queueing: the lower limit
+///   stays. Either way its latency refreshes the no-queue latency, which
+///   sustained overload would otherwise never show.
+///
+/// Both filters span the last ten windows, so a service that slows down
+/// keeps its limit while the old throughput and latency are remembered
+/// together (a pool of workers needs as many calls in flight as before),
+/// and then re-learns both.
+#[derive(Debug, Clone)]
+pub struct Auto {
+    /// Growth per window (one round trip) during startup (default 2).
+    pub startup_gain: f64,
+    /// The limit over the bandwidth-delay product (default 1.2).
+    pub headroom: f64,
+    /// Latency over the lowest recent one that means a queue inside the
+    /// service (default 1.5).
+    pub tolerance: f64,
+    /// Growth per window while the limit binds and no queue shows
+    /// (default 1.25).
+    pub growth: f64,
+    /// Windows in which the limit binds between probes (default 8; 0:
+    /// never).
+    pub probe_every: u32,
+    /// The probe's fraction of the limit (default 0.75).
+    pub probe: f64,
+    startup: bool,
+    /// The service's latency without a queue inside it, in seconds.
+    no_load: Option<f64>,
+    rates: Filter,
+    /// Binding windows since the last probe.
+    since_probe: u32,
+    /// Consecutive windows that read as queueing, and their lowest latency.
+    stale: u32,
+    stale_latency: f64,
+    /// Throughput of ordinary binding windows, smoothed: what a probe is
+    /// judged against.
+    binding_rate: Option<f64>,
+    /// The limit before the running probe.
+    before_probe: Option<f64>,
+    /// The last startup window's limit and throughput.
+    startup_last: Option<(f64, f64)>,
+    /// Startup windows in a row whose throughput did not keep up.
+    startup_stalls: u32,
+    /// Whether the next probe goes to half the limit.
+    deep_probe: bool,
+}
+
+impl Default for Auto {
+    fn default() -> Self {
+        Self {
+            startup_gain: 2.0,
+            headroom: 1.2,
+            tolerance: 1.5,
+            growth: 1.25,
+            probe_every: 8,
+            probe: 0.75,
+            startup: true,
+            no_load: None,
+            rates: Filter::default(),
+            since_probe: 0,
+            stale: 0,
+            stale_latency: f64::INFINITY,
+            binding_rate: None,
+            before_probe: None,
+            startup_last: None,
+            startup_stalls: 0,
+            deep_probe: false,
+        }
+    }
+}
+
+/// The last [`HORIZON`] samples, for a windowed minimum or maximum.
+#[derive(Debug, Clone, Default)]
+struct Filter {
+    samples: [f64; HORIZON],
+    len: usize,
+    next: usize,
+}
+
+impl Filter {
+    fn push(&mut self, sample: f64) {
+        self.samples[self.next] = sample;
+        self.next = (self.next + 1) % HORIZON;
+        self.len = (self.len + 1).min(HORIZON);
+    }
+
+    fn max(&self) -> Option<f64> {
+        self.samples[..self.len].iter().copied().reduce(f64::max)
+    }
+}
+
+impl Auto {
+    /// The lowest recent window latency: the service time without a
+    /// queue inside the service, as far as the limiter has seen.
+    pub fn no_load_latency(&self) -> Option<Duration> {
+        self.no_load.map(Duration::from_secs_f64)
+    }
+
+    /// Whether the limit is still in its startup (growing fast).
+    pub fn in_startup(&self) -> bool {
+        self.startup
+    }
+
+    /// Highest recent throughput times lowest recent latency.
+    fn bandwidth_delay(&self) -> Option<f64> {
+        Some(self.rates.max()? * self.no_load?)
+    }
+
+    /// Moves the no-load latency `weight` of the way to `latency`.
+    fn learn_no_load(&mut self, latency: f64, weight: f64) {
+        self.no_load = Some(match self.no_load {
+            Some(d) => d + (latency - d) * weight,
+            None => latency,
+        });
+    }
+}
+
+impl LimitAlgorithm for Auto {
+    fn name(&self) -> &'static str {
+        "auto"
+    }
+
+    fn probe_limit(&mut self, limit: f64) -> Option<f64> {
+        if self.startup {
+            return None;
+        }
+        let deep = std::mem::take(&mut self.deep_probe);
+        if self.probe_every == 0
+            || self.before_probe.is_some()
+            || (self.since_probe < self.probe_every && !deep)
+        {
+            return None;
+        }
+        self.since_probe = 0;
+        self.before_probe = Some(limit);
+        let fraction = if deep { 0.5 } else { self.probe };
+        Some((limit * fraction).max(1.0))
+    }
+
+    fn next_limit(&mut self, w: &Window) -> f64 {
+        let latency = w.avg_latency.as_secs_f64().max(1e-9);
+        let rate = w.throughput();
+        let binds = w.limit_binds();
+        self.rates.push(rate);
+        // The no-load latency only comes down here, a little at a time
+        // (one window's mean is noisy); it goes up only when it is shown to
+        // be stale (below).
+        if !self.startup && self.no_load.is_none_or(|d| latency < d) {
+            self.learn_no_load(latency, 0.3);
+        }
+
+        if w.probe {
+            // The probe's latency is the one with the least queueing.
+            if self.no_load.is_some_and(|d| latency < d) {
+                self.no_load = Some(latency);
+            }
+            let restore = self.before_probe.take().unwrap_or(w.limit);
+            let as_many = self.binding_rate.is_some_and(|usual| rate >= 0.95 * usual);
+            // As many calls a second at the lower limit: the rest of the
+            // concurrency was only queueing inside the service.
+            return if as_many && binds { w.limit } else { restore };
+        }
+        let no_load = self.no_load.unwrap_or(latency);
+        let bdp = self.bandwidth_delay().unwrap_or(w.limit);
+        let queueing = latency > self.tolerance * no_load;
+        if let Some(usual) = self.binding_rate.filter(|_| binds) {
+            // The service got much faster (a recovery): the no-load
+            // latency is stale, and only a window well below the current
+            // limit shows the new one. Probe at half the limit next.
+            if rate > 1.5 * usual {
+                self.deep_probe = true;
+            }
+        }
+        if binds {
+            self.binding_rate = Some(match self.binding_rate {
+                Some(r) => r + (rate - r) * 0.3,
+                None => rate,
+            });
+        }
+        if self.startup {
+            if !binds || rate <= 0.0 {
+                return w.limit;
+            }
+            // While the limit binds, the service holds `limit` calls, so
+            // Little's law gives their latency from the throughput alone.
+            // (The window's mean latency would not do: right after the
+            // limit rose, the calls that complete first are the short ones.)
+            let little = w.limit / rate;
+            let lowest = self.no_load.map_or(little, |d| d.min(little));
+            self.no_load = Some(lowest);
+            // Calls already queue inside the service (the mean is biased
+            // low right after a rise, so this errs late; a handful of calls
+            // says nothing).
+            let queue_shows = w.completed >= MIN_SAMPLES / 2 && latency > 1.2 * lowest;
+            let grew = match self.startup_last {
+                Some((last_limit, last_rate)) => w.limit <= last_limit || rate >= 1.25 * last_rate,
+                None => true,
+            };
+            if grew && !queue_shows {
+                self.startup_last = Some((w.limit, rate));
+                self.startup_stalls = 0;
+                return w.limit * self.startup_gain;
+            }
+            // The limit grew, the throughput did not keep up (twice, for
+            // one window's rate is noisy) or a queue shows: the service's
+            // concurrency was reached. It is the highest throughput times
+            // the lowest latency seen.
+            self.startup_stalls += 1;
+            if queue_shows || self.startup_stalls >= 2 {
+                self.startup = false;
+                self.startup_last = None;
+                self.startup_stalls = 0;
+                return self.headroom * bdp.min(w.limit);
+            }
+            return w.limit;
+        }
+        if queueing {
+            // A queue inside the service goes once the limit is down to the
+            // bandwidth-delay product, within a few windows. Latency that
+            // stays high for longer does not come from a queue: every call
+            // got slower (a slowdown), or the no-load latency was measured
+            // too low. The lowest latency of those windows is the new one.
+            self.stale += 1;
+            self.stale_latency = self.stale_latency.min(latency);
+            if self.stale >= STALE_WINDOWS {
+                self.no_load = Some(self.stale_latency);
+                self.stale = 0;
+                self.stale_latency = f64::INFINITY;
+                return w.limit;
+            }
+            return (self.headroom * bdp).clamp(w.limit * 0.5, w.limit);
+        }
+        self.stale_latency = f64::INFINITY;
+        self.stale = 0;
+        if binds {
+            // Calls wait for slots and the service shows no queue worth
+            // the name: it may take more. Fast while latency is at the
+            // no-load one, slowly above it (which, past the service's
+            // concurrency, ends in a queue and a shrink: a slow sawtooth
+            // between the product and `tolerance` times it).
+            self.since_probe += 1;
+            if latency <= 1.1 * no_load {
+                // No queue at all: the service's concurrency may be far
+                // above; find it as fast as at the start.
+                self.startup = true;
+                return w.limit * self.growth;
+            }
+            return w.limit * (1.0 + (self.growth - 1.0) / 4.0);
+        }
+        w.limit
+    }
+}
+
+/// The settings of the default adaptive limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AutoSettings {
+    /// The limit it starts from (default 4).
+    pub initial: u32,
+    /// The lowest limit (default 1).
+    pub min: u32,
+    /// The highest limit (default 10,000).
+    pub max: u32,
+    /// The shortest window after startup (default 100 ms); a window also
+    /// lasts at least twice the no-load latency (one during startup) and
+    /// until enough calls were measured.
+    pub min_window: Duration,
+    /// A class's default queue-wait budget becomes this many times the
+    /// no-load latency, in the proportion of the class's default to 50 ms
+    /// (default 2: `critical` may wait twice the service time, `optional`
+    /// 0.8 times, `background` 0.2 times).
+    pub wait_factor: f64,
+}
+
+impl Default for AutoSettings {
+    fn default() -> Self {
+        Self {
+            initial: 4,
+            min: 1,
+            max: 10_000,
+            min_window: Duration::from_millis(100),
+            wait_factor: 2.0,
+        }
+    }
+}
+
+/// The budget of the default classes' reference (`critical`'s 50 ms).
+const REFERENCE_WAIT: Duration = Duration::from_millis(50);
+/// The fewest measured calls a window needs, once the limit allows them.
+const MIN_SAMPLES: u64 = 32;
+
+/// Drives [`Auto`] on a limiter from its completed calls. A measured
+/// completion (a sampled one, or one that waited) checks one atomic; once
+/// the window is due, the first completion to take the controller's lock
+/// without waiting closes it. No task, no runtime needed.
+pub(crate) struct AutoControl {
+    /// Cleared when a spawned [`AdaptiveLimit`](super::AdaptiveLimit)
+    /// takes over.
+    pub(crate) enabled: AtomicBool,
+    epoch: Instant,
+    /// When the window may close, in nanoseconds since `epoch`.
+    next_close: AtomicU64,
+    /// Measured calls the window needs before it may close.
+    min_samples: AtomicU64,
+    /// The default budgets' scale (f64 bits; 0: not measured yet).
+    wait_scale: AtomicU64,
+    settings: AutoSettings,
+    driver: Mutex<Driver<Auto>>,
+}
+
+impl std::fmt::Debug for AutoControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AutoControl")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AutoControl {
+    /// A controller for a fresh limiter whose capacity is `settings.initial`.
+    pub(crate) fn new(settings: AutoSettings) -> Self {
+        let now = Instant::now();
+        let bounds = (f64::from(settings.min), f64::from(settings.max));
+        Self {
+            enabled: AtomicBool::new(true),
+            epoch: now,
+            next_close: AtomicU64::new(0),
+            min_samples: AtomicU64::new(min_samples(f64::from(settings.initial))),
+            wait_scale: AtomicU64::new(0),
+            driver: Mutex::new(Driver::fresh(
+                Box::new(Auto::default()),
+                bounds,
+                f64::from(settings.initial),
+                now,
+            )),
+            settings,
+        }
+    }
+
+    /// A measured call completed at `now`.
+    #[inline]
+    pub(crate) fn completed(&self, inner: &Inner, now: Instant) {
+        let since = nanos(now.saturating_duration_since(self.epoch));
+        if since < self.next_close.load(Ordering::Relaxed)
+            || inner.window.count() < self.min_samples.load(Ordering::Relaxed)
+            || !self.enabled.load(Ordering::Relaxed)
+        {
+            return;
+        }
+        // Whoever holds the lock is closing this window already.
+        let Ok(mut driver) = self.driver.try_lock() else {
+            return;
+        };
+        if since < self.next_close.load(Ordering::Relaxed) {
+            return;
+        }
+        driver.close(inner, now);
+        driver.open(inner, now);
+        let algorithm = &driver.algorithm;
+        let no_load = algorithm.no_load_latency();
+        if let Some(no_load) = no_load {
+            let scale =
+                self.settings.wait_factor * no_load.as_secs_f64() / REFERENCE_WAIT.as_secs_f64();
+            self.wait_scale.store(scale.to_bits(), Ordering::Relaxed);
+        }
+        // One round trip while starting up (growth is judged by the
+        // throughput there, see `Auto`); then two, and long enough for a
+        // throughput and a mean latency worth comparing: right after the
+        // limit rose, the calls that complete first are the short ones.
+        let round_trip = no_load.unwrap_or_default();
+        let (length, samples) = if algorithm.in_startup() {
+            (
+                round_trip.max(Duration::from_millis(10)),
+                driver.limit.max(8.0),
+            )
+        } else {
+            (
+                (round_trip * 2).max(self.settings.min_window),
+                2.0 * driver.limit,
+            )
+        };
+        self.min_samples
+            .store(min_samples(samples), Ordering::Relaxed);
+        self.next_close
+            .store(since.saturating_add(nanos(length)), Ordering::Relaxed);
+    }
+
+    /// The queue-wait budget of a call of `class` without a `max_wait` of
+    /// its own.
+    pub(crate) fn budget(&self, class: &ClassSpec) -> Duration {
+        let default = class.default_max_wait();
+        if class.max_wait_is_set() {
+            return default;
+        }
+        let scale = f64::from_bits(self.wait_scale.load(Ordering::Relaxed));
+        if scale > 0.0 {
+            default.mul_f64(scale).max(Duration::from_micros(100))
+        } else {
+            default
+        }
+    }
+}
+
+/// What a window needs measured: `wanted`, at most [`MIN_SAMPLES`].
+fn min_samples(wanted: f64) -> u64 {
+    (wanted.ceil() as u64).clamp(1, MIN_SAMPLES)
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
+        Window {
+            completed: admitted,
+            avg_latency: Duration::from_secs_f64(latency_ms / 1000.0),
+            min_latency: Duration::ZERO,
+            max_in_flight: if binds { limit as u64 } else { 0 },
+            late: 0,
+            limit,
+            probe: false,
+            finished: admitted,
+            elapsed: Duration::from_millis(100),
+            waiting: binds,
+            at: Instant::now(),
+        }
+    }
+
+    /// A pool of `workers` serving calls of 10 ms, at `limit`, overloaded.
+    fn pool(workers: f64, limit: f64) -> Window {
+        let throughput = limit.min(workers) / 0.010; // per second
+        let latency = 10.0 * (limit / workers).max(1.0);
+        window(latency, limit, (throughput * 0.1) as u64, true)
+    }
+
+    /// Runs `windows` windows of `service` (the pool at a limit), with
+    /// the probes the algorithm asks for; returns the limits.
+    fn drive(
+        auto: &mut Auto,
+        mut limit: f64,
+        windows: usize,
+        service: impl Fn(f64) -> Window,
+    ) -> Vec<f64> {
+        let mut limits = Vec::new();
+        for _ in 0..windows {
+            let probing = auto.probe_limit(limit);
+            let at = probing.unwrap_or(limit);
+            let next = auto.next_limit(&Window {
+                probe: probing.is_some(),
+                ..service(at)
+            });
+            limit = next;
+            limits.push(limit);
+        }
+        limits
+    }
+
+    #[test]
+    fn startup_doubles_then_settles_near_the_pool() {
+        let mut auto = Auto::default();
+        let limits = drive(&mut auto, 4.0, 60, |l| pool(100.0, l));
+        let out_of_startup = limits.iter().position(|&l| l >= 100.0).unwrap();
+        assert!(out_of_startup <= 6, "doubling from 4: {limits:?}");
+        assert!(!auto.in_startup());
+        for &l in &limits[20..] {
+            assert!(
+                (90.0..=200.0).contains(&l),
+                "stays near the pool: {limits:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_slowdown_keeps_the_limit_of_a_pool_of_workers() {
+        let mut auto = Auto::default();
+        let before = *drive(&mut auto, 4.0, 40, |l| pool(20.0, l)).last().unwrap();
+        // Every call four times slower: the same 20 workers.
+        let slow = |limit: f64| {
+            let w = pool(20.0, limit);
+            Window {
+                avg_latency: w.avg_latency * 4,
+                finished: w.finished / 4,
+                ..w
+            }
+        };
+        let limits = drive(&mut auto, before, 40, slow);
+        for &limit in &limits {
+            assert!(
+                limit >= 16.0 && limit <= 2.5 * before,
+                "{before} -> {limits:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unused_limit_does_not_move_and_a_binding_one_without_a_queue_grows() {
+        let mut auto = Auto {
+            startup: false,
+            ..Auto::default()
+        };
+        assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, false)), 50.0);
+        assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, true)), 62.5);
+    }
+}
