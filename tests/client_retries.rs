@@ -25,9 +25,10 @@ const WORK: Duration = Duration::from_millis(20);
 /// 300 rps: three times the capacity, from 3 clients.
 const RPS: f64 = 300.0;
 const CLIENTS: usize = 3;
-const SECONDS: f64 = 1.5;
-/// Room for three retries a second apart (shed's Retry-After is at least 1 s).
-const DEADLINE: Duration = Duration::from_millis(3_500);
+const SECONDS: f64 = 2.5;
+/// Room for three retries: shed's Retry-After is at least 1 s and, from
+/// the backlog with its jitter, up to about 2 s here.
+const DEADLINE: Duration = Duration::from_millis(6_500);
 
 fn retrying() -> ClientLayer {
     ClientLayer::new().max_attempts(4)
@@ -41,7 +42,7 @@ async fn storm(layer: fn() -> ClientLayer) -> Run {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_budget_keeps_amplification_down_where_unbudgeted_retries_double_the_load() {
     // The budget's floor (a reserve of retries for quiet clients) is off:
-    // over a 1.5 s run it would be a large share of the retries.
+    // over a 2.5 s run it would be a large share of the retries.
     let budgeted =
         storm(|| retrying().budget(Some(RetryBudget::new().ratio(0.1).min_per_second(0.0)))).await;
     println!("budget + throttle: {}", budgeted.summary());
