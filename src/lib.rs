@@ -53,7 +53,7 @@
 //! | `class = "background"` | `"critical"` | the priority class |
 //! | `max_wait = "5ms"` | the class's | the queue-wait budget (`"500us"`, `"1.5s"`, ...; at most 1h) |
 //! | `weight = 3` | 1 | slots one call holds |
-//! | `name = "orders::create"` | `module::path::fn` | the name in the policy table and refusals |
+//! | `name = "orders::create"` | `module::path::fn`, `module::path::Type::fn` for methods | the name in the policy table and refusals (the default is for reading: give a `name` that dashboards may depend on) |
 //! | `fallback = cached` | none | an async fn with the same arguments and return type, called instead of refusing (counted as a fallback) |
 //! | `crate = "my_shed"` | `::shed` | the path of this crate, if it was renamed |
 //!
