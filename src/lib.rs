@@ -33,6 +33,15 @@
 //! # }
 //! ```
 //!
+//! # Runtime
+//!
+//! `shed` runs on tokio, a public dependency: [`with_deadline`] and
+//! [`deadline`] take and return `tokio::time::Instant`, and a call that
+//! has to wait for a slot waits on tokio's timer, so it must run inside a
+//! tokio runtime with time enabled (`#[tokio::main]` and `#[tokio::test]`
+//! enable it). A major version of tokio that changes these types is a
+//! major version of `shed`.
+//!
 //! # The attribute
 //!
 //! `#[shed(...)]` goes on an `async fn` (free fn, method, trait impl
@@ -82,18 +91,27 @@
 //! the capacity. The process-wide limiter honours them even if the
 //! application never configures anything.
 
+// docs.rs builds with `--cfg docsrs` (see Cargo.toml): items behind a
+// feature carry a badge that names it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub use shed_macros::shed;
 pub use shed_runtime::adaptive;
 pub use shed_runtime::{
-    deadline, metrics, policies, with_deadline, with_timeout, Admission, ClassSpec, ClassStats,
+    deadline, metrics, policies, with_deadline, with_deadline_in, Admission, ClassSpec, ClassStats,
     Codel, Config, ConfigErrors, FromRejected, Limiter, LimiterStats, Mode, OverloadController,
     OverloadState, Permit, Policy, PolicyTable, Problem, Readiness, Reason, Rejected, UnknownClass,
     UnknownMode, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
 };
 
+#[allow(deprecated)]
+pub use shed_runtime::with_timeout;
+
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use shed_runtime::http;
 #[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use shed_runtime::tonic;
 
 /// Runs `work` under `policy` exactly as a `#[shed]` fn with that policy

@@ -155,12 +155,12 @@ async fn deadlines_learned_from_service_times_refuse_calls_that_cannot_finish() 
     let policy = shed::policies().get("checkout::pay").unwrap();
     assert_eq!(policy.expected_service(), Some(Duration::from_millis(20)));
     let refused = limiter
-        .scope(shed::with_timeout(Duration::from_millis(10), pay(2)))
+        .scope(shed::with_deadline_in(Duration::from_millis(10), pay(2)))
         .await
         .unwrap_err();
     assert_eq!(refused.reason(), Reason::Deadline);
     let paid = limiter
-        .scope(shed::with_timeout(Duration::from_millis(50), async {
+        .scope(shed::with_deadline_in(Duration::from_millis(50), async {
             // Nested calls inherit the caller's deadline.
             tokio::time::sleep(Duration::from_millis(40)).await;
             pay(3).await
@@ -172,7 +172,7 @@ async fn deadlines_learned_from_service_times_refuse_calls_that_cannot_finish() 
         "10 ms left of 50"
     );
     let in_time = limiter
-        .scope(shed::with_timeout(Duration::from_millis(50), pay(4)))
+        .scope(shed::with_deadline_in(Duration::from_millis(50), pay(4)))
         .await;
     assert!(in_time.is_ok());
     let critical = limiter.stats().class("critical").unwrap().clone();
@@ -192,11 +192,11 @@ async fn limiter_and_deadline_scopes_compose_in_either_order() {
         limiter.scope(pay(1)).await.unwrap();
     }
     let refused = limiter
-        .scope(shed::with_timeout(Duration::from_millis(10), pay(2)))
+        .scope(shed::with_deadline_in(Duration::from_millis(10), pay(2)))
         .await
         .unwrap_err();
     assert_eq!(refused.reason(), Reason::Deadline);
-    let refused = shed::with_timeout(Duration::from_millis(10), limiter.scope(pay(2)))
+    let refused = shed::with_deadline_in(Duration::from_millis(10), limiter.scope(pay(2)))
         .await
         .unwrap_err();
     assert_eq!(refused.reason(), Reason::Deadline);

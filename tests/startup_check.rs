@@ -77,7 +77,7 @@ fn a_failed_check_installs_nothing_and_a_fixed_one_installs() {
     assert_eq!(limiter.capacity(), 64);
     assert_eq!(
         Limiter::global().capacity(),
-        u64::from(shed::DEFAULT_CAPACITY),
+        shed::DEFAULT_CAPACITY,
         "nothing installed"
     );
 }

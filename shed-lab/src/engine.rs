@@ -161,10 +161,10 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             let l = &scenario.limiter;
             if l.codel {
                 let defaults = shed::Codel::default();
-                config = config.codel(shed::Codel {
-                    target: l.codel_target.map_or(defaults.target, |d| d.0),
-                    interval: l.codel_interval.map_or(defaults.interval, |d| d.0),
-                });
+                config = config.codel(shed::Codel::new(
+                    l.codel_target.map_or(defaults.target, |d| d.0),
+                    l.codel_interval.map_or(defaults.interval, |d| d.0),
+                ));
             }
             config = config.adaptive_lifo(l.lifo);
             let policies = scenario
@@ -239,7 +239,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
                 tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
             loop {
                 second.tick().await;
-                trace.borrow_mut().push(limiter.capacity() as u32);
+                trace.borrow_mut().push(limiter.capacity());
             }
         });
     }

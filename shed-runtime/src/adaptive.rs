@@ -77,6 +77,7 @@ fn overloaded_by_lateness(w: &Window) -> bool {
 
 /// What the calls completed in one window say.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Window {
     /// Measured completions.
     pub completed: u64,
@@ -493,7 +494,7 @@ impl AdaptiveLimit {
     ) -> tokio::task::JoinHandle<()> {
         let mut limit = f64::from(
             self.initial
-                .unwrap_or(limiter.capacity() as u32)
+                .unwrap_or(limiter.capacity())
                 .clamp(self.min, self.max),
         );
         limiter.set_capacity(limit as u32);
@@ -528,7 +529,7 @@ impl AdaptiveLimit {
                     max_in_flight,
                     late,
                     limit: if probing {
-                        f64::from(limiter.capacity() as u32)
+                        f64::from(limiter.capacity())
                     } else {
                         limit
                     },

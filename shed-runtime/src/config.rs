@@ -185,10 +185,10 @@ impl Config {
     ///
     /// let limiter = shed_runtime::Config::new()
     ///     .capacity(8)
-    ///     .codel(shed_runtime::Codel {
-    ///         target: Duration::from_millis(4),
-    ///         interval: Duration::from_millis(100),
-    ///     })
+    ///     .codel(shed_runtime::Codel::new(
+    ///         Duration::from_millis(4),
+    ///         Duration::from_millis(100),
+    ///     ))
     ///     .build()
     ///     .unwrap();
     /// # drop(limiter);
@@ -603,6 +603,6 @@ mod tests {
             "half-applied switches"
         );
         assert_eq!(limiter.mode(), Mode::Enforce);
-        assert_eq!(limiter.capacity(), u64::from(DEFAULT_CAPACITY));
+        assert_eq!(limiter.capacity(), DEFAULT_CAPACITY);
     }
 }

@@ -4,15 +4,20 @@
 //! Applications depend on the `shed` crate, which re-exports this one and
 //! adds the `#[shed]` attribute.
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` (see Cargo.toml): items behind a
+// feature carry a badge that names it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod adaptive;
 #[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 mod axum;
 mod class;
 mod config;
 mod context;
 mod deadline;
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 mod limiter;
 pub mod metrics;
@@ -23,6 +28,7 @@ mod readiness;
 mod rejected;
 mod sync;
 #[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub mod tonic;
 
 pub use class::ClassSpec;
@@ -30,7 +36,9 @@ pub use config::{
     Config, ConfigErrors, Problem, UnknownClass, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES,
     ENV_MODE,
 };
-pub use deadline::{deadline, with_deadline, with_timeout};
+#[allow(deprecated)]
+pub use deadline::with_timeout;
+pub use deadline::{deadline, with_deadline, with_deadline_in};
 pub use limiter::discipline::Codel;
 pub use limiter::{Admission, Limiter, Permit};
 pub use metrics::{ClassStats, LimiterStats};

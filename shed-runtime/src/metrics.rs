@@ -174,6 +174,7 @@ impl AdmittedTotals {
 
 /// Counts of one class, as of a [`Limiter::stats`] call.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct ClassStats {
     /// The class's name.
     pub class: &'static str,
@@ -213,6 +214,7 @@ impl ClassStats {
 
 /// A snapshot of a limiter's state and counters.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct LimiterStats {
     /// Current capacity in slots.
     pub capacity: u64,

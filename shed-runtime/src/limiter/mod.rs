@@ -192,9 +192,11 @@ impl Limiter {
         })
     }
 
-    /// The current capacity in slots.
-    pub fn capacity(&self) -> u64 {
-        self.inner.core.snapshot().capacity
+    /// The current capacity in slots: a `u32`, as in
+    /// [`set_capacity`](Limiter::set_capacity) and `Config::capacity`.
+    pub fn capacity(&self) -> u32 {
+        // Always set from a `u32`, so it always fits.
+        u32::try_from(self.inner.core.snapshot().capacity).unwrap_or(u32::MAX)
     }
 
     /// Changes the capacity at run time (adaptive limits do this). Waiters
