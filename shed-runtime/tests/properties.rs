@@ -65,7 +65,7 @@ fn limiter() -> Limiter {
 
 fn check_bounds(limiter: &Limiter) {
     let stats = limiter.stats();
-    assert!(stats.in_flight <= stats.capacity, "{stats:?}");
+    assert!(stats.in_flight <= u64::from(stats.capacity), "{stats:?}");
     let limits = [6, 3, 2];
     for (class, limit) in stats.classes.iter().zip(limits) {
         assert!(

@@ -150,6 +150,16 @@ impl Limiter {
         Ok(installed)
     }
 
+    /// The value of the `limiter` label on this limiter's metrics: none for
+    /// the process-wide limiter, its id for any other, so that two
+    /// limiters never write the same series.
+    pub(crate) fn metrics_label(&self) -> Option<u32> {
+        let global = GLOBAL
+            .get()
+            .is_some_and(|g| Arc::ptr_eq(&g.inner, &self.inner));
+        (!global).then_some(self.inner.id)
+    }
+
     /// The limiter guarded calls use here: the one set by the innermost
     /// [`Limiter::scope`], else the process-wide one.
     pub fn current() -> Limiter {
