@@ -4,7 +4,8 @@
 # a crate of its own, built in one workspace so that all three share their
 # dependencies. Dependencies are built first; then each crate is rebuilt
 # alone (after touching its source) REPS times, and the fastest build is
-# reported, for the dev and the release profile.
+# reported (CPU seconds: user + system), for the dev and the release
+# profile.
 #
 #   shed-bench/scripts/compile_cost.sh [FNS] [REPS]
 #
@@ -58,13 +59,13 @@ for profile in dev release; do
     best=""
     for _ in $(seq 1 "$REPS"); do
       touch "$crate/src/lib.rs"
-      start=$(date +%s.%N)
-      cargo build -q $flag -p "$crate"
-      took=$(echo "$(date +%s.%N) - $start" | bc)
+      # CPU seconds (user + system) of cargo and the compiler it runs: on a
+      # machine shared with other builds, far steadier than wall time.
+      took=$( { TIMEFORMAT='%U %S'; time cargo build -q $flag -p "$crate"; } 2>&1 | tail -1 | awk '{print $1 + $2}')
       if [ -z "$best" ] || [ "$(echo "$took < $best" | bc)" = 1 ]; then best=$took; fi
     done
     eval "best_$crate=$best"
-    printf '%-8s %-12s %6.2f s\n' "$profile" "$crate" "$best"
+    printf '%-8s %-12s %6.2f s CPU\n' "$profile" "$crate" "$best"
   done
   printf '%-8s added over plain: shed %.2f s, tracing %.2f s\n' "$profile" \
     "$(echo "$best_shed_fns - $best_plain" | bc)" "$(echo "$best_tracing_fns - $best_plain" | bc)"

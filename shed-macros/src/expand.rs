@@ -134,7 +134,7 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
     // block of their own, which the user's body cannot see into.
     let private = ident("__shed");
     let policy = ident("__SHED_POLICY");
-    let here = ident("__shed_here");
+    let here = ident("__ShedHere");
     let permit = ident("__shed_permit");
     let admission = ident("__shed_admission");
     let rejected = ident("__shed_rejected");
@@ -149,16 +149,16 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
     let (name_marker, constructor, name) = match &args.name {
         Some(name) => (quote!(), quote!(new), quote!(#name)),
         // The default name is the fn's path, impl type included, which only
-        // the compiler knows: the policy reads it from a marker fn's type
-        // name (`Orders::get` and `Users::get` in one module differ).
+        // the compiler knows: the policy reads it from the type name of a
+        // marker type declared here (`Orders::get` and `Users::get` in one
+        // module differ). One instantiation of `type_name` per fn.
         None => (
             quote! {
-                fn #here() -> &'static str {
-                    ::core::any::type_name_of_val(&#here)
-                }
+                #[allow(dead_code)]
+                enum #here {}
             },
             quote!(named_here),
-            quote!(#here),
+            quote!(::core::any::type_name::<#here>),
         ),
     };
     let class = args

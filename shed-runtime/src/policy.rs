@@ -28,8 +28,8 @@ enum Name {
     /// Written in the attribute (`name = "..."`), or given at run time.
     Given(&'static str),
     /// The default: the fn's own path, impl type included, read from the
-    /// type name of a marker fn the macro declares in the fn's body
-    /// (`crate::orders::Orders::get::{{closure}}::__shed_here`). A
+    /// type name of a marker type the macro declares in the fn's body
+    /// (`crate::orders::Orders::get::{{closure}}::__ShedHere`). A
     /// `static` cannot name `Self` nor call `type_name` in a const
     /// context, so the path is resolved on first use and kept.
     Here {
@@ -47,8 +47,8 @@ impl Name {
     }
 }
 
-/// The path of the fn that declares the marker: its type name without the
-/// marker's own segment and the `{{closure}}` segments of `async` bodies.
+/// The path of the fn that declares the marker: the marker's type name
+/// without its own segment and the `{{closure}}` segments of `async` bodies.
 fn fn_path(marker: &'static str) -> &'static str {
     let mut path = marker
         .rsplit_once("::")
@@ -74,7 +74,8 @@ impl Policy {
     }
 
     /// Not public API: the macro builds policies. The name is the path of
-    /// the fn that declares `marker`, a fn returning its own type name.
+    /// the fn that declares a marker type; `marker` returns the marker's
+    /// type name (`core::any::type_name::<Marker>`).
     #[doc(hidden)]
     pub const fn named_here(
         marker: fn() -> &'static str,
@@ -418,13 +419,13 @@ mod tests {
     #[test]
     fn default_name_drops_the_marker_and_async_closures() {
         assert_eq!(
-            fn_path("app::orders::Orders::get::{{closure}}::__shed_here"),
+            fn_path("app::orders::Orders::get::{{closure}}::__ShedHere"),
             "app::orders::Orders::get"
         );
         assert_eq!(
-            fn_path("<app::Db as app::Repo>::find::{{closure}}::__shed_here"),
+            fn_path("<app::Db as app::Repo>::find::{{closure}}::__ShedHere"),
             "<app::Db as app::Repo>::find"
         );
-        assert_eq!(fn_path("app::free::__shed_here"), "app::free");
+        assert_eq!(fn_path("app::free::__ShedHere"), "app::free");
     }
 }

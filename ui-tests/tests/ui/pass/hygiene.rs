@@ -39,6 +39,8 @@ async fn body_names(x: u32) -> Result<u32, Rejected> {
     fn __shed_here() -> u32 {
         1000
     }
+    #[allow(dead_code)]
+    struct __ShedHere;
     mod __shed {
         pub const VALUE: u32 = 10_000;
     }
