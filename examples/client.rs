@@ -128,18 +128,18 @@ async fn main() -> Result<(), Error> {
     };
 
     println!("1. GET /orders/1 with 500 ms left (the server reads x-request-timeout: 490)");
-    shed::with_timeout(Duration::from_millis(500), call(get("/orders/1"))).await?;
+    shed::with_deadline_in(Duration::from_millis(500), call(get("/orders/1"))).await?;
 
     switch("off").await?;
     println!("\n2. GET /reports, background switched off, 2 s left");
-    shed::with_timeout(Duration::from_secs(2), call(get("/reports"))).await?;
+    shed::with_deadline_in(Duration::from_secs(2), call(get("/reports"))).await?;
 
     println!("\n3. GET /reports, 15 s left, background back on in 2 s");
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(2)).await;
         switch("on").await
     });
-    shed::with_timeout(Duration::from_secs(15), call(get("/reports"))).await?;
+    shed::with_deadline_in(Duration::from_secs(15), call(get("/reports"))).await?;
 
     println!("\nclient: {:?}", layer.stats());
     Ok(())

@@ -33,6 +33,15 @@
 //! # }
 //! ```
 //!
+//! # Runtime
+//!
+//! `shed` runs on tokio, a public dependency: [`with_deadline`] and
+//! [`deadline`] take and return `tokio::time::Instant`, and a call that
+//! has to wait for a slot waits on tokio's timer, so it must run inside a
+//! tokio runtime with time enabled (`#[tokio::main]` and `#[tokio::test]`
+//! enable it). A major version of tokio that changes these types is a
+//! major version of `shed`.
+//!
 //! # The attribute
 //!
 //! `#[shed(...)]` goes on an `async fn` (free fn, method, trait impl
@@ -53,7 +62,7 @@
 //! | `class = "background"` | `"critical"` | the priority class |
 //! | `max_wait = "5ms"` | the class's | the queue-wait budget (`"500us"`, `"1.5s"`, ...; at most 1h) |
 //! | `weight = 3` | 1 | slots one call holds |
-//! | `name = "orders::create"` | `module::path::fn` | the name in the policy table and refusals |
+//! | `name = "orders::create"` | `module::path::fn`, `module::path::Type::fn` for methods | the name in the policy table and refusals (the default is for reading: give a `name` that dashboards may depend on) |
 //! | `fallback = cached` | none | an async fn with the same arguments and return type, called instead of refusing (counted as a fallback) |
 //! | `crate = "my_shed"` | `::shed` | the path of this crate, if it was renamed |
 //!
@@ -82,10 +91,14 @@
 //! the capacity. The process-wide limiter honours them even if the
 //! application never configures anything.
 
+// docs.rs builds with `--cfg docsrs` (see Cargo.toml): items behind a
+// feature carry a badge that names it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub use shed_macros::shed;
 pub use shed_runtime::adaptive;
 pub use shed_runtime::{
-    attempt, deadline, metrics, policies, with_deadline, with_timeout, Admission, ClassSpec,
+    attempt, deadline, metrics, policies, with_deadline, with_deadline_in, Admission, ClassSpec,
     ClassStats, Codel, Config, ConfigErrors, FromRejected, LagProbe, LagProbeBuilder, Limiter,
     LimiterStats, LoadReport, LoadReporter, Mode, OverloadController, OverloadState, Permit,
     Policy, PolicyTable, Problem, Readiness, Reason, Rejected, UnknownClass, UnknownMode,
@@ -93,11 +106,16 @@ pub use shed_runtime::{
 };
 pub use shed_runtime::{with_attempt, with_tenant};
 
+#[allow(deprecated)]
+pub use shed_runtime::with_timeout;
+
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use shed_runtime::http;
 #[cfg(feature = "http")]
 pub use shed_runtime::serve_agent_check;
 #[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub use shed_runtime::tonic;
 
 #[cfg(feature = "client")]

@@ -56,6 +56,23 @@ impl Orders {
     }
 }
 
+impl Orders {
+    #[shed(class = "optional")]
+    async fn get() -> Result<&'static str, Rejected> {
+        Ok("order")
+    }
+}
+
+struct Users;
+
+impl Users {
+    /// The same fn name as `Orders::get`, in the same module.
+    #[shed(class = "optional")]
+    async fn get() -> Result<&'static str, Rejected> {
+        Ok("user")
+    }
+}
+
 trait Store {
     async fn load(&self, key: &str) -> Result<String, Rejected>;
 }
@@ -141,12 +158,12 @@ async fn deadlines_learned_from_service_times_refuse_calls_that_cannot_finish() 
         Some(Duration::from_millis(20))
     );
     let refused = limiter
-        .scope(shed::with_timeout(Duration::from_millis(10), pay(2)))
+        .scope(shed::with_deadline_in(Duration::from_millis(10), pay(2)))
         .await
         .unwrap_err();
     assert_eq!(refused.reason(), Reason::Deadline);
     let paid = limiter
-        .scope(shed::with_timeout(Duration::from_millis(50), async {
+        .scope(shed::with_deadline_in(Duration::from_millis(50), async {
             // Nested calls inherit the caller's deadline.
             tokio::time::sleep(Duration::from_millis(40)).await;
             pay(3).await
@@ -158,7 +175,7 @@ async fn deadlines_learned_from_service_times_refuse_calls_that_cannot_finish() 
         "10 ms left of 50"
     );
     let in_time = limiter
-        .scope(shed::with_timeout(Duration::from_millis(50), pay(4)))
+        .scope(shed::with_deadline_in(Duration::from_millis(50), pay(4)))
         .await;
     assert!(in_time.is_ok());
     let critical = limiter.stats().class("critical").unwrap().clone();
@@ -178,11 +195,11 @@ async fn limiter_and_deadline_scopes_compose_in_either_order() {
         limiter.scope(pay(1)).await.unwrap();
     }
     let refused = limiter
-        .scope(shed::with_timeout(Duration::from_millis(10), pay(2)))
+        .scope(shed::with_deadline_in(Duration::from_millis(10), pay(2)))
         .await
         .unwrap_err();
     assert_eq!(refused.reason(), Reason::Deadline);
-    let refused = shed::with_timeout(Duration::from_millis(10), limiter.scope(pay(2)))
+    let refused = shed::with_deadline_in(Duration::from_millis(10), limiter.scope(pay(2)))
         .await
         .unwrap_err();
     assert_eq!(refused.reason(), Reason::Deadline);
@@ -261,8 +278,8 @@ fn the_table_holds_every_annotated_fn_with_its_attribute() {
     );
 
     let place = table
-        .get("attribute::place")
-        .expect("method in an impl block");
+        .get("attribute::Orders::place")
+        .expect("method in an impl block, named with its type");
     assert_eq!((place.class(), place.weight()), ("optional", 2));
     assert!(
         table.get("orders::load").is_some(),
@@ -381,4 +398,49 @@ async fn run_guarded_decides_exactly_as_the_attribute() {
     );
     assert_eq!(attribute_stats.admitted, run_guarded_stats.admitted);
     assert_eq!(attribute_stats.refused, run_guarded_stats.refused);
+}
+
+#[test]
+fn methods_of_two_types_with_one_name_get_distinct_default_names() {
+    let table = shed::policies();
+    let orders = table.get("attribute::Orders::get").expect("Orders::get");
+    let users = table.get("attribute::Users::get").expect("Users::get");
+    assert_ne!(orders.line(), users.line());
+    let both = shed::PolicyTable::from_policies([orders, users]);
+    assert!(Config::new().check_against(&both).is_ok());
+}
+
+#[tokio::test(start_paused = true)]
+async fn methods_of_two_types_with_one_name_both_run() {
+    let limiter = limiter(4);
+    assert_eq!(limiter.scope(Orders::get()).await.unwrap(), "order");
+    assert_eq!(limiter.scope(Users::get()).await.unwrap(), "user");
+    assert_eq!(limiter.stats().class("optional").unwrap().admitted, 2);
+}
+
+/// The weight the two stacking tests hold, unusual enough to be theirs.
+const STACKED_WEIGHT: u64 = 37;
+
+/// Whether the test body runs registered and holding its slots.
+fn assert_guarded(name: &str) {
+    let policy = shed::policies().get(name).expect("registered");
+    assert_eq!(u64::from(policy.weight()), STACKED_WEIGHT);
+    assert!(
+        Limiter::current().in_flight() >= STACKED_WEIGHT,
+        "the body runs holding its slots"
+    );
+}
+
+#[shed(weight = 37)]
+#[tokio::test]
+async fn shed_above_tokio_test_guards_the_test_body() -> Result<(), Rejected> {
+    assert_guarded("attribute::shed_above_tokio_test_guards_the_test_body");
+    Ok(())
+}
+
+#[tokio::test]
+#[shed(weight = 37)]
+async fn shed_below_tokio_test_guards_the_test_body() -> Result<(), Rejected> {
+    assert_guarded("attribute::shed_below_tokio_test_guards_the_test_body");
+    Ok(())
 }

@@ -1,5 +1,5 @@
 //! The overload lab's command line: its flags, how they combine, and what
-//! is refused. `examples/overload.rs` is a thin `main` around [`parse`].
+//! is refused. `src/bin/overload.rs` is a thin `main` around [`parse`].
 //! The flags are a contract: scripts and `BENCHMARKS.md` call them.
 
 use std::ops::Range;

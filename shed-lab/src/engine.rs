@@ -224,7 +224,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
                 tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
             loop {
                 second.tick().await;
-                trace.borrow_mut().push(limiter.capacity() as u32);
+                trace.borrow_mut().push(limiter.capacity());
             }
         });
     }
@@ -293,10 +293,10 @@ pub fn shed_config(scenario: &Scenario) -> Config {
     }
     if l.codel {
         let defaults = shed::Codel::default();
-        config = config.codel(shed::Codel {
-            target: l.codel_target.map_or(defaults.target, |d| d.0),
-            interval: l.codel_interval.map_or(defaults.interval, |d| d.0),
-        });
+        config = config.codel(shed::Codel::new(
+            l.codel_target.map_or(defaults.target, |d| d.0),
+            l.codel_interval.map_or(defaults.interval, |d| d.0),
+        ));
     }
     if l.lifo {
         config = config.adaptive_lifo(true);

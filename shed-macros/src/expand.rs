@@ -6,7 +6,8 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 
 use crate::args::{Args, Errors};
-use crate::item::FnItem;
+use crate::item::{Body, FnItem};
+use crate::stacking;
 
 pub(crate) fn shed(args: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
@@ -21,10 +22,15 @@ pub(crate) fn shed(args: TokenStream, item: TokenStream) -> TokenStream {
             return with_errors(item, errors);
         }
     };
-    if parsed.sig.asyncness.is_none() {
+    let below_tokio = parsed
+        .body
+        .as_ref()
+        .is_some_and(|body| stacking::tokio_body(&body.rest).is_some());
+    if parsed.sig.asyncness.is_none() && !below_tokio {
         errors.push(syn::Error::new(
             parsed.sig.fn_token.span,
-            "`#[shed]` works on `async fn` only: make this fn `async`, or admit the work by hand with `shed::Limiter::acquire`",
+            "`#[shed]` works on `async fn` only: make this fn `async`, or admit the work by hand with `shed::Limiter::acquire` \
+             (if an attribute above `#[shed]`, such as a runtime's `test` or `main`, made it a plain `fn`, write `#[shed]` above that attribute)",
         ));
     }
     if parsed.body.is_none() {
@@ -98,7 +104,7 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
                     proc_macro2::Group::new(group.delimiter(), respan(group.stream(), span));
                 inner.set_span(span);
                 token = inner.into();
-            } else if !matches!(&token, proc_macro2::TokenTree::Ident(i) if i == "__shed_rejected")
+            } else if !matches!(&token, proc_macro2::TokenTree::Ident(i) if i == "__shed_rejected" || i == "__shed")
             {
                 token.set_span(span);
             }
@@ -122,14 +128,38 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
         body,
     } = item;
     let body = body.expect("checked above");
+    // Every name the expansion introduces is `mixed_site`: no identifier of
+    // the user's, in the arguments, the body or the fallback's forwarding,
+    // can refer to one of them or be shadowed by one. The items live in a
+    // block of their own, which the user's body cannot see into.
+    let private = ident("__shed");
+    let policy = ident("__SHED_POLICY");
+    let here = ident("__ShedHere");
+    let permit = ident("__shed_permit");
+    let admission = ident("__shed_admission");
+    let rejected = ident("__shed_rejected");
+    // The crate path appears once, in a `use`: a wrong path is reported
+    // once, on the path the user wrote.
     let krate = args
         .krate
         .as_ref()
         .map_or_else(|| quote!(::shed), ToTokens::to_token_stream);
-    let fn_name = sig.ident.to_string();
-    let name = match &args.name {
-        Some(name) => quote!(#name),
-        None => quote!(::core::concat!(::core::module_path!(), "::", #fn_name)),
+    let import = quote!(use #krate::__private as #private;);
+
+    let (name_marker, constructor, name) = match &args.name {
+        Some(name) => (quote!(), quote!(new), quote!(#name)),
+        // The default name is the fn's path, impl type included, which only
+        // the compiler knows: the policy reads it from the type name of a
+        // marker type declared here (`Orders::get` and `Users::get` in one
+        // module differ). One instantiation of `type_name` per fn.
+        None => (
+            quote! {
+                #[allow(dead_code)]
+                enum #here {}
+            },
+            quote!(named_here),
+            quote!(::core::any::type_name::<#here>),
+        ),
     };
     let class = args
         .class
@@ -138,7 +168,7 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
     let max_wait = match args.max_wait {
         Some((duration, _)) => {
             let nanos = duration.as_nanos() as u64;
-            quote!(::core::option::Option::Some(#krate::__private::Duration::from_nanos(#nanos)))
+            quote!(::core::option::Option::Some(#private::Duration::from_nanos(#nanos)))
         }
         None => quote!(::core::option::Option::None),
     };
@@ -152,50 +182,74 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
         syn::ReturnType::Type(_, ty) => ty.span(),
         syn::ReturnType::Default => sig.ident.span(),
     };
-    let permit = syn::Ident::new("__shed_permit", Span::mixed_site());
-    let rejected = syn::Ident::new("__shed_rejected", Span::mixed_site());
     // Every token of the call carries the return type's span, so an
     // unfit return type is reported there.
-    let refuse = respan(
-        quote!(#krate::__private::refuse::<_>(#rejected)),
-        refuse_span,
-    );
+    let refuse = respan(quote!(#private::refuse::<_>(#rejected)), refuse_span);
 
     // On refusal: the fallback's answer if there is one, else the refusal.
     let on_refusal = match (&args.fallback, fallback_args) {
         (Some(fallback), Some(forwarded)) => quote! {{
             let _ = #rejected;
-            #krate::__private::count_fallback(&__SHED_POLICY);
+            #private::count_fallback(&#policy);
             return #fallback(#(#forwarded),*).await;
         }},
         _ => quote!(return #refuse),
     };
-    let inner_attrs = &body.inner_attrs;
-    let rest = &body.rest;
-    let mut block = quote! {
-        #(#inner_attrs)*
-        static __SHED_POLICY: #krate::__private::Policy = #krate::__private::Policy::new(
-            #name, #class, #max_wait, #weight, #location,
-        );
-        #krate::__private::inventory::submit! {
-            #krate::__private::Registration(&__SHED_POLICY)
-        }
-        let #permit = match #krate::__private::admit(&__SHED_POLICY) {
-            #krate::__private::Decision::Admitted(permit) => permit,
-            #krate::__private::Decision::Refused(#rejected) => #on_refusal,
-            #krate::__private::Decision::Wait(admission) => match admission.await {
-                ::core::result::Result::Ok(permit) => permit,
-                ::core::result::Result::Err(#rejected) => #on_refusal,
-            },
+    let prelude = quote! {
+        let #permit = {
+            #import
+            #name_marker
+            static #policy: #private::Policy = #private::Policy::#constructor(
+                #name, #class, #max_wait, #weight, #location,
+            );
+            #private::inventory::submit! {
+                #private::Registration(&#policy)
+            }
+            match #private::admit(&#policy) {
+                #private::Decision::Admitted(#permit) => #permit,
+                #private::Decision::Refused(#rejected) => #on_refusal,
+                #private::Decision::Wait(#admission) => match #admission.await {
+                    ::core::result::Result::Ok(#permit) => #permit,
+                    ::core::result::Result::Err(#rejected) => #on_refusal,
+                },
+            }
         };
-        #rest
     };
-    // Keep the body's braces on their original span.
-    let mut group =
-        proc_macro2::Group::new(proc_macro2::Delimiter::Brace, std::mem::take(&mut block));
-    group.set_span(body.brace.span());
+    let group = if sig.asyncness.is_some() {
+        guard(&body, &prelude)
+    } else {
+        // Below `#[tokio::test]`: the user's body is tokio's `async` block.
+        let (index, block) = stacking::tokio_body(&body.rest).expect("checked above");
+        let inner: Body = syn::parse2(block.to_token_stream()).expect("a block parses as a body");
+        let rest = stacking::replace(&body.rest, index, guard(&inner, &prelude));
+        let inner_attrs = &body.inner_attrs;
+        let mut group = proc_macro2::Group::new(
+            proc_macro2::Delimiter::Brace,
+            quote!(#(#inner_attrs)* #rest),
+        );
+        group.set_span(body.brace.span());
+        group
+    };
     quote! {
         #(#outer_attrs)*
         #vis #sig #group
     }
+}
+
+/// `body` with the admission `prelude` first, after its inner attributes,
+/// its braces on their original span.
+fn guard(body: &Body, prelude: &TokenStream) -> proc_macro2::Group {
+    let inner_attrs = &body.inner_attrs;
+    let rest = &body.rest;
+    let mut group = proc_macro2::Group::new(
+        proc_macro2::Delimiter::Brace,
+        quote!(#(#inner_attrs)* #prelude #rest),
+    );
+    group.set_span(body.brace.span());
+    group
+}
+
+/// A name the expansion introduces, invisible to the user's code.
+fn ident(name: &str) -> syn::Ident {
+    syn::Ident::new(name, Span::mixed_site())
 }

@@ -22,6 +22,28 @@ pub(crate) struct Body {
     pub(crate) rest: TokenStream,
 }
 
+impl Parse for Body {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        let brace: Group = input.parse()?;
+        if brace.delimiter() != Delimiter::Brace {
+            return Err(syn::Error::new(brace.span(), "expected the fn body"));
+        }
+        let (inner_attrs, rest) = syn::parse::Parser::parse2(
+            |body: ParseStream<'_>| {
+                let inner = body.call(Attribute::parse_inner)?;
+                let rest: TokenStream = body.parse()?;
+                Ok((inner, rest))
+            },
+            brace.stream(),
+        )?;
+        Ok(Body {
+            brace,
+            inner_attrs,
+            rest,
+        })
+    }
+}
+
 impl Parse for FnItem {
     fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
         let outer_attrs = input.call(Attribute::parse_outer)?;
@@ -31,23 +53,7 @@ impl Parse for FnItem {
             input.parse::<syn::Token![;]>()?;
             None
         } else {
-            let brace: Group = input.parse()?;
-            if brace.delimiter() != Delimiter::Brace {
-                return Err(syn::Error::new(brace.span(), "expected the fn body"));
-            }
-            let (inner_attrs, rest) = syn::parse::Parser::parse2(
-                |body: ParseStream<'_>| {
-                    let inner = body.call(Attribute::parse_inner)?;
-                    let rest: TokenStream = body.parse()?;
-                    Ok((inner, rest))
-                },
-                brace.stream(),
-            )?;
-            Some(Body {
-                brace,
-                inner_attrs,
-                rest,
-            })
+            Some(input.parse()?)
         };
         Ok(FnItem {
             outer_attrs,

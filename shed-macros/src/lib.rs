@@ -6,6 +6,7 @@ mod args;
 mod duration;
 mod expand;
 mod item;
+mod stacking;
 
 use proc_macro::TokenStream;
 

@@ -88,6 +88,7 @@ fn overloaded_by_lateness(w: &Window) -> bool {
 
 /// What the calls completed in one window say.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct Window {
     /// Measured completions.
     pub completed: u64,
@@ -536,7 +537,7 @@ impl AdaptiveLimit {
         }
         let limit = f64::from(
             self.initial
-                .unwrap_or(limiter.capacity() as u32)
+                .unwrap_or(limiter.capacity())
                 .clamp(self.min, self.max),
         );
         let mut driver = Driver::new(

@@ -1,7 +1,6 @@
 //! Configuration of a limiter (and of the process-wide one), the
 //! environment switches, and the startup check of the policy table.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
@@ -10,7 +9,7 @@ use crate::class::{ClassSpec, ClassState};
 use crate::limiter::discipline::{Codel, Discipline};
 use crate::limiter::state::MAX_CAPACITY;
 use crate::mode::Mode;
-use crate::policy::{policies, PolicyTable};
+use crate::policy::{policies, Policy, PolicyTable};
 use crate::Limiter;
 
 /// The variable that switches classes on and off: `background=off,optional=on`.
@@ -262,10 +261,10 @@ impl Config {
     ///
     /// let limiter = shed_runtime::Config::new()
     ///     .capacity(8)
-    ///     .codel(shed_runtime::Codel {
-    ///         target: Duration::from_millis(4),
-    ///         interval: Duration::from_millis(100),
-    ///     })
+    ///     .codel(shed_runtime::Codel::new(
+    ///         Duration::from_millis(4),
+    ///         Duration::from_millis(100),
+    ///     ))
     ///     .build()
     ///     .unwrap();
     /// # drop(limiter);
@@ -316,44 +315,51 @@ impl Config {
     /// Like [`check`](Config::check), against a given table.
     pub fn check_against(&self, table: &PolicyTable) -> Result<(), ConfigErrors> {
         let mut problems = self.own_problems();
-        let known = self.known_classes();
         // An adaptive limit may grow to its highest.
         let capacity = u64::from(self.fixed_capacity().unwrap_or(self.auto.max));
-        let mut by_name: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        // Each class's limit once, not once per fn: a program may have
+        // thousands of guarded fns and few classes.
+        let limits: Vec<(&ClassSpec, u64)> = self
+            .classes
+            .iter()
+            .map(|class| (class, ClassState::new(class.clone(), true).limit(capacity)))
+            .collect();
+        let at = |policy: &Policy| format!("{}:{}", policy.file(), policy.line());
         for policy in table {
-            let at = format!("{}:{}", policy.file(), policy.line());
-            by_name.entry(policy.name()).or_default().push(at.clone());
-            match self.classes.iter().find(|c| c.name() == policy.class()) {
+            match limits.iter().find(|(c, _)| c.name() == policy.class()) {
                 None => problems.push(Problem::at(
-                    &at,
+                    &at(policy),
                     format!(
-                        "`{}` uses class `{}`, which is not configured (known classes: {known})",
+                        "`{}` uses class `{}`, which is not configured (known classes: {})",
                         policy.name(),
-                        policy.class()
+                        policy.class(),
+                        self.known_classes()
                     ),
                 )),
-                Some(class) => {
-                    let limit = ClassState::new(class.clone(), true).limit(capacity);
-                    if u64::from(policy.weight()) > limit {
-                        problems.push(Problem::at(
-                            &at,
-                            format!(
-                                "`{}` has weight {}, but class `{}` can hold at most {limit} of the {capacity} slots: it could never be admitted",
-                                policy.name(),
-                                policy.weight(),
-                                class.name()
-                            ),
-                        ));
-                    }
+                Some(&(class, limit)) if u64::from(policy.weight()) > limit => {
+                    problems.push(Problem::at(
+                        &at(policy),
+                        format!(
+                            "`{}` has weight {}, but class `{}` can hold at most {limit} of the {capacity} slots: it could never be admitted",
+                            policy.name(),
+                            policy.weight(),
+                            class.name()
+                        ),
+                    ));
                 }
+                Some(_) => {}
             }
         }
-        for (name, places) in by_name {
-            if places.len() > 1 {
+        // The table is sorted by name, so fns that share one are adjacent.
+        let entries: Vec<&'static Policy> = table.iter().collect();
+        for same in entries.chunk_by(|a, b| a.name() == b.name()) {
+            if let [first, _, ..] = same {
+                let places: Vec<String> = same.iter().map(|p| at(p)).collect();
                 problems.push(Problem::at(
                     &places[0],
                     format!(
-                        "the name `{name}` is used by {} guarded fns ({}); give each a unique `name = \"...\"`",
+                        "the name `{}` is used by {} guarded fns ({}); give each a unique `name = \"...\"`",
+                        first.name(),
                         places.len(),
                         places.join(", ")
                     ),

@@ -31,9 +31,36 @@ pub fn with_deadline<F: Future>(deadline: Instant, future: F) -> impl Future<Out
     crate::context::scope_deadline(deadline, future)
 }
 
-/// Runs `future` with a deadline `timeout` from now (see [`with_deadline`]).
+/// Runs `future` with a deadline `budget` from now (see [`with_deadline`]).
+///
+/// It sets the deadline guarded calls are admitted against; it does not
+/// cancel `future` when the time is up. To also stop waiting, wrap it in
+/// `tokio::time::timeout` with the same budget.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let answer = shed_runtime::with_deadline_in(Duration::from_millis(200), async {
+///     assert!(shed_runtime::deadline().is_some());
+///     42
+/// })
+/// .await;
+/// assert_eq!(answer, 42);
+/// # }
+/// ```
+pub fn with_deadline_in<F: Future>(budget: Duration, future: F) -> impl Future<Output = F::Output> {
+    with_deadline(Instant::now() + budget, future)
+}
+
+/// The former name of [`with_deadline_in`], which it is: it sets a
+/// deadline and never times anything out.
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed `with_deadline_in`: it sets the deadline calls are admitted against and does not cancel the future"
+)]
 pub fn with_timeout<F: Future>(timeout: Duration, future: F) -> impl Future<Output = F::Output> {
-    with_deadline(Instant::now() + timeout, future)
+    with_deadline_in(timeout, future)
 }
 
 /// The current task's deadline, if the caller set one.

@@ -4,6 +4,9 @@
 //! Applications depend on the `shed` crate, which re-exports this one and
 //! adds the `#[shed]` attribute.
 #![warn(missing_docs)]
+// docs.rs builds with `--cfg docsrs` (see Cargo.toml): items behind a
+// feature carry a badge that names it.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod adaptive;
 #[cfg(feature = "http")]
@@ -11,6 +14,7 @@ mod agent_check;
 
 mod attempt;
 #[cfg(feature = "axum")]
+#[cfg_attr(docsrs, doc(cfg(feature = "axum")))]
 mod axum;
 mod class;
 #[cfg(feature = "client")]
@@ -20,6 +24,7 @@ mod context;
 mod deadline;
 mod estimate;
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 mod lag;
 mod limiter;
@@ -34,6 +39,7 @@ mod retry_after;
 mod sync;
 mod tenant;
 #[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub mod tonic;
 
 #[cfg(feature = "http")]
@@ -45,7 +51,9 @@ pub use config::{
     Config, ConfigErrors, Problem, UnknownClass, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES,
     ENV_MODE,
 };
-pub use deadline::{deadline, with_deadline, with_timeout};
+#[allow(deprecated)]
+pub use deadline::with_timeout;
+pub use deadline::{deadline, with_deadline, with_deadline_in};
 pub use lag::{LagProbe, LagProbeBuilder};
 pub use limiter::discipline::Codel;
 pub use limiter::{Admission, Limiter, Permit};

@@ -46,7 +46,7 @@ pub struct LoadReport {
     /// Calls waiting for slots now.
     pub queued: usize,
     /// The limiter's capacity now.
-    pub capacity: u64,
+    pub capacity: u32,
 }
 
 /// A finite, non-negative number, as ORCA requires.

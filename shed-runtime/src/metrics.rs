@@ -5,7 +5,14 @@
 //! [`metrics`] facade on an interval and logs one summary line per interval
 //! in which calls were refused, never one line per refusal.
 //!
-//! Series (all labelled with `class`, refusals also with `reason`):
+//! Every series is described once to each recorder (with its unit), and
+//! registered again on every publication, so a recorder installed after
+//! [`spawn_reporter`] receives everything from the next interval on.
+//!
+//! Series (all labelled with `class`, refusals also with `reason`; the
+//! series of any limiter other than the process-wide one also carry a
+//! `limiter` label with its id, so that two limiters never write the same
+//! series):
 //!
 //! | name | kind | meaning |
 //! |---|---|---|
@@ -28,9 +35,11 @@
 //! | `shed_overload_ramp` | gauge | the share of held-back traffic re-admitted, 0 to 1 |
 //! | `shed_overload_active_seconds` | gauge | how long the overload controller has been shedding |
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
+
+use metrics::{Label, Unit};
 
 use crate::limiter::state::{ADMITTED_BITS, CLASS_ADMITTED_BITS};
 use crate::rejected::Reason;
@@ -52,15 +61,19 @@ pub(crate) struct ClassCounters {
     late: AtomicU64,
     /// Refusals answered by a `fallback` instead.
     fallbacks: AtomicU64,
-    /// Histogram handles, registered by the reporter once a recorder exists.
-    pub(crate) handles: OnceLock<ClassHandles>,
+    /// Histogram handles of the current recorder, registered again on
+    /// every publication (a recorder installed late replaces the no-op
+    /// handles). Written once per interval, read on the recording paths,
+    /// which are off the admission fast path: queue waits (calls that
+    /// waited), sampled service times, HTTP latencies.
+    handles: RwLock<Option<ClassHandles>>,
 }
 
 #[derive(Debug)]
-pub(crate) struct ClassHandles {
-    pub(crate) queue_wait: metrics::Histogram,
-    pub(crate) service: metrics::Histogram,
-    pub(crate) latency: metrics::Histogram,
+struct ClassHandles {
+    queue_wait: metrics::Histogram,
+    service: metrics::Histogram,
+    latency: metrics::Histogram,
 }
 
 impl ClassCounters {
@@ -74,16 +87,19 @@ impl ClassCounters {
         self.observed[reason.index()].fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn record_queue_wait(&self, waited: Duration) {
-        if let Some(handles) = self.handles.get() {
-            handles.queue_wait.record(waited.as_secs_f64());
+    fn with_handles(&self, record: impl FnOnce(&ClassHandles)) {
+        let handles = self.handles.read().unwrap_or_else(PoisonError::into_inner);
+        if let Some(handles) = handles.as_ref() {
+            record(handles);
         }
     }
 
+    pub(crate) fn record_queue_wait(&self, waited: Duration) {
+        self.with_handles(|h| h.queue_wait.record(waited.as_secs_f64()));
+    }
+
     pub(crate) fn record_service(&self, took: Duration) {
-        if let Some(handles) = self.handles.get() {
-            handles.service.record(took.as_secs_f64());
-        }
+        self.with_handles(|h| h.service.record(took.as_secs_f64()));
     }
 
     pub(crate) fn count_served(&self, latency: Option<Duration>, in_time: bool) {
@@ -93,8 +109,8 @@ impl ClassCounters {
             &self.late
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        if let (Some(handles), Some(latency)) = (self.handles.get(), latency) {
-            handles.latency.record(latency.as_secs_f64());
+        if let Some(latency) = latency {
+            self.with_handles(|h| h.latency.record(latency.as_secs_f64()));
         }
     }
 
@@ -174,6 +190,7 @@ impl AdmittedTotals {
 
 /// Counts of one class, as of a [`Limiter::stats`] call.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct ClassStats {
     /// The class's name.
     pub class: &'static str,
@@ -213,9 +230,10 @@ impl ClassStats {
 
 /// A snapshot of a limiter's state and counters.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 pub struct LimiterStats {
-    /// Current capacity in slots.
-    pub capacity: u64,
+    /// Current capacity in slots (a `u32`, as everywhere).
+    pub capacity: u32,
     /// Weight held by admitted calls.
     pub in_flight: u64,
     /// Calls waiting for slots.
@@ -251,7 +269,7 @@ impl Limiter {
         let (queued, queued_weight) = core.queued();
         let (_, admitted) = self.inner.totals.read(core);
         LimiterStats {
-            capacity: snapshot.capacity,
+            capacity: u32::try_from(snapshot.capacity).unwrap_or(u32::MAX),
             in_flight: snapshot.in_flight,
             queued,
             queued_weight,
@@ -278,57 +296,179 @@ impl Limiter {
         }
     }
 
-    fn register_histograms(&self) {
+    /// The labels every series of this limiter carries.
+    fn base_labels(&self) -> Vec<Label> {
+        self.metrics_label()
+            .map(|id| Label::new("limiter", id.to_string()))
+            .into_iter()
+            .collect()
+    }
+
+    /// Registers each class's histograms with the current recorder.
+    fn register_histograms(&self, base: &[Label]) {
         for class in self.inner.core.classes.iter() {
-            let name = class.spec.name();
-            let _ = class.counters.handles.set(ClassHandles {
-                queue_wait: metrics::histogram!("shed_queue_wait_seconds", "class" => name),
-                service: metrics::histogram!("shed_service_seconds", "class" => name),
-                latency: metrics::histogram!("shed_latency_seconds", "class" => name),
-            });
+            let labels = with([Label::new("class", class.spec.name())], base);
+            let handles = ClassHandles {
+                queue_wait: metrics::histogram!("shed_queue_wait_seconds", labels.clone()),
+                service: metrics::histogram!("shed_service_seconds", labels.clone()),
+                latency: metrics::histogram!("shed_latency_seconds", labels),
+            };
+            *class
+                .counters
+                .handles
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = Some(handles);
         }
     }
 
     /// Publishes the current counters and gauges to the installed
-    /// [`metrics`] recorder. [`spawn_reporter`] calls it on an interval.
+    /// [`metrics`] recorder, and registers the histograms with it.
+    /// [`spawn_reporter`] calls it on an interval.
     pub fn publish_metrics(&self) {
+        describe_once_per_recorder();
+        let base = self.base_labels();
+        self.register_histograms(&base);
         let stats = self.stats();
-        metrics::gauge!("shed_limit").set(stats.capacity as f64);
-        metrics::gauge!("shed_in_flight").set(stats.in_flight as f64);
-        metrics::gauge!("shed_queued_weight").set(stats.queued_weight as f64);
+        metrics::gauge!("shed_limit", base.clone()).set(f64::from(stats.capacity));
+        metrics::gauge!("shed_in_flight", base.clone()).set(stats.in_flight as f64);
+        metrics::gauge!("shed_queued_weight", base.clone()).set(stats.queued_weight as f64);
         for class in &stats.classes {
-            let name = class.class;
-            metrics::counter!("shed_admitted_total", "class" => name).absolute(class.admitted);
-            metrics::counter!("shed_offered_total", "class" => name)
-                .absolute(class.admitted + class.refused_total());
-            metrics::counter!("shed_served_in_time_total", "class" => name)
-                .absolute(class.served_in_time);
-            metrics::counter!("shed_late_total", "class" => name).absolute(class.late);
-            metrics::counter!("shed_fallback_total", "class" => name).absolute(class.fallbacks);
-            metrics::gauge!("shed_class_in_flight", "class" => name).set(class.in_flight as f64);
-            for (reason, n) in &class.refused {
-                metrics::counter!("shed_refused_total", "class" => name, "reason" => reason.as_str())
-                    .absolute(*n);
-            }
-            for (reason, n) in &class.observed_refusals {
-                metrics::counter!(
-                    "shed_observed_refusals_total",
-                    "class" => name,
-                    "reason" => reason.as_str()
-                )
-                .absolute(*n);
+            let class_label = Label::new("class", class.class);
+            let labels = with([class_label.clone()], &base);
+            let counter = |name: &'static str| metrics::counter!(name, labels.clone());
+            counter("shed_admitted_total").absolute(class.admitted);
+            counter("shed_offered_total").absolute(class.admitted + class.refused_total());
+            counter("shed_served_in_time_total").absolute(class.served_in_time);
+            counter("shed_late_total").absolute(class.late);
+            counter("shed_fallback_total").absolute(class.fallbacks);
+            metrics::gauge!("shed_class_in_flight", labels.clone()).set(class.in_flight as f64);
+            for (name, counts) in [
+                ("shed_refused_total", &class.refused),
+                ("shed_observed_refusals_total", &class.observed_refusals),
+            ] {
+                for (reason, n) in counts {
+                    let labels = with(
+                        [class_label.clone(), Label::new("reason", reason.as_str())],
+                        &base,
+                    );
+                    metrics::counter!(name, labels).absolute(*n);
+                }
             }
         }
     }
 }
 
+/// A series' own labels, then the limiter's (last, so that the labels
+/// read the same with or without it).
+fn with<const N: usize>(own: [Label; N], base: &[Label]) -> Vec<Label> {
+    own.into_iter().chain(base.iter().cloned()).collect()
+}
+
+/// Describes every series to the current recorder, once per recorder: the
+/// first publication after a recorder is installed describes them to it.
+/// (A recorder is told apart by its address; two recorders of a type
+/// without data may share one, and then the second is not described.)
+fn describe_once_per_recorder() {
+    static DESCRIBED_TO: AtomicUsize = AtomicUsize::new(0);
+    let current = metrics::with_recorder(|r| std::ptr::from_ref(r).cast::<()>() as usize) | 1;
+    if DESCRIBED_TO.swap(current, Ordering::Relaxed) != current {
+        describe();
+    }
+}
+
+/// The unit and meaning of every series, as in the table of this module.
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        "shed_offered_total",
+        Unit::Count,
+        "Calls that asked for admission (admitted + refused)."
+    );
+    describe_counter!("shed_admitted_total", Unit::Count, "Calls admitted.");
+    describe_counter!(
+        "shed_served_in_time_total",
+        Unit::Count,
+        "Calls with a deadline that finished before it."
+    );
+    describe_counter!(
+        "shed_late_total",
+        Unit::Count,
+        "Calls with a deadline that finished after it: wasted work."
+    );
+    describe_counter!(
+        "shed_fallback_total",
+        Unit::Count,
+        "Refusals answered by a fallback fn instead."
+    );
+    describe_counter!(
+        "shed_refused_total",
+        Unit::Count,
+        "Calls refused, by reason."
+    );
+    describe_counter!(
+        "shed_observed_refusals_total",
+        Unit::Count,
+        "Refusals that observe mode let through, by reason."
+    );
+    describe_gauge!(
+        "shed_class_in_flight",
+        Unit::Count,
+        "Weight (slots) held by the class."
+    );
+    describe_gauge!(
+        "shed_in_flight",
+        Unit::Count,
+        "Weight (slots) held by all calls."
+    );
+    describe_gauge!("shed_limit", Unit::Count, "Current capacity in slots.");
+    describe_gauge!(
+        "shed_queued_weight",
+        Unit::Count,
+        "Weight (slots) waiting for admission."
+    );
+    describe_histogram!(
+        "shed_queue_wait_seconds",
+        Unit::Seconds,
+        "How long admitted calls waited (only calls that had to wait)."
+    );
+    describe_histogram!(
+        "shed_service_seconds",
+        Unit::Seconds,
+        "How long admitted calls held their slots (sampled)."
+    );
+    describe_histogram!(
+        "shed_latency_seconds",
+        Unit::Seconds,
+        "Arrival to end of response, per class (HTTP layer)."
+    );
+    describe_gauge!(
+        "shed_shedding_active_seconds",
+        Unit::Seconds,
+        "How long refusals have gone on without a quiet interval."
+    );
+    describe_gauge!(
+        "shed_overload_signal",
+        "The overload controller's smoothed occupancy."
+    );
+    describe_gauge!(
+        "shed_overload_ramp",
+        "The share of held-back traffic re-admitted, 0 to 1."
+    );
+    describe_gauge!(
+        "shed_overload_active_seconds",
+        Unit::Seconds,
+        "How long the overload controller has been shedding."
+    );
+}
+
 /// Publishes `limiter`'s metrics every `every`, and logs one summary line
 /// (target `shed::summary`) for each interval in which calls were refused.
 ///
-/// Call it after installing a `metrics` recorder: it also registers the
-/// queue-wait and service-time histograms, which record from then on.
+/// A `metrics` recorder may be installed before or after this call: each
+/// interval describes the series to a recorder that is new, and registers
+/// the histograms again, so a late recorder misses only what was recorded
+/// before it existed.
 pub fn spawn_reporter(limiter: Limiter, every: Duration) -> tokio::task::JoinHandle<()> {
-    limiter.register_histograms();
     tokio::spawn(async move {
         let mut ticker = tokio::time::interval(every);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -349,7 +489,7 @@ pub fn spawn_reporter(limiter: Limiter, every: Duration) -> tokio::task::JoinHan
                 (None, _) => None,
             };
             let active = shedding_since.map_or(0.0, |since| (at - since + every).as_secs_f64());
-            metrics::gauge!("shed_shedding_active_seconds").set(active);
+            metrics::gauge!("shed_shedding_active_seconds", limiter.base_labels()).set(active);
             if let Some(line) = line {
                 tracing::info!(target: "shed::summary", "{line}");
             }

@@ -6,6 +6,7 @@ use std::str::FromStr;
 /// How a limiter applies its decisions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Mode {
     /// Refuse calls that cannot be admitted (the default).
     #[default]

@@ -30,6 +30,7 @@ pub(crate) const FULL: u32 = 1_000_000;
 
 /// The controller's state, shared with whoever watches it.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct OverloadState {
     /// The smoothed signal.
     pub signal: f64,

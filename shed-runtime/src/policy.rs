@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::ser::SerializeStruct;
@@ -15,7 +16,7 @@ use crate::estimate::ServiceEstimate;
 /// The macro creates one `static` per fn, so a call reaches its policy and
 /// statistics without any lookup.
 pub struct Policy {
-    name: &'static str,
+    name: Name,
     class: &'static str,
     max_wait: Option<Duration>,
     weight: u32,
@@ -24,11 +25,77 @@ pub struct Policy {
     pub(crate) stats: PolicyStats,
 }
 
+/// Where a policy's name comes from.
+enum Name {
+    /// Written in the attribute (`name = "..."`), or given at run time.
+    Given(&'static str),
+    /// The default: the fn's own path, impl type included, read from the
+    /// type name of a marker type the macro declares in the fn's body
+    /// (`crate::orders::Orders::get::{{closure}}::__ShedHere`). A
+    /// `static` cannot name `Self` nor call `type_name` in a const
+    /// context, so the path is resolved on first use and kept.
+    Here {
+        marker: fn() -> &'static str,
+        resolved: OnceLock<&'static str>,
+    },
+}
+
+impl Name {
+    fn get(&self) -> &'static str {
+        match self {
+            Name::Given(name) => name,
+            Name::Here { marker, resolved } => resolved.get_or_init(|| fn_path(marker())),
+        }
+    }
+}
+
+/// The path of the fn that declares the marker: the marker's type name
+/// without its own segment and the `{{closure}}` segments of `async` bodies.
+fn fn_path(marker: &'static str) -> &'static str {
+    let mut path = marker
+        .rsplit_once("::")
+        .map_or(marker, |(fn_path, _)| fn_path);
+    while let Some(outer) = path.strip_suffix("::{{closure}}") {
+        path = outer;
+    }
+    path
+}
+
 impl Policy {
     /// Not public API: the macro builds policies.
     #[doc(hidden)]
     pub const fn new(
         name: &'static str,
+        class: &'static str,
+        max_wait: Option<Duration>,
+        weight: u32,
+        file: &'static str,
+        line: u32,
+    ) -> Self {
+        Self::build(Name::Given(name), class, max_wait, weight, file, line)
+    }
+
+    /// Not public API: the macro builds policies. The name is the path of
+    /// the fn that declares a marker type; `marker` returns the marker's
+    /// type name (`core::any::type_name::<Marker>`).
+    #[doc(hidden)]
+    pub const fn named_here(
+        marker: fn() -> &'static str,
+        class: &'static str,
+        max_wait: Option<Duration>,
+        weight: u32,
+        file: &'static str,
+        line: u32,
+    ) -> Self {
+        let name = Name::Here {
+            marker,
+            resolved: OnceLock::new(),
+        };
+        Self::build(name, class, max_wait, weight, file, line)
+    }
+
+    const fn build(
+        name: Name,
         class: &'static str,
         max_wait: Option<Duration>,
         weight: u32,
@@ -74,9 +141,14 @@ impl Policy {
         )))
     }
 
-    /// The fn's name (`module::path::fn` unless the attribute set `name`).
+    /// The fn's name: what the attribute's `name` says, or by default the
+    /// fn's path, with the impl type for methods (`orders::Orders::get`,
+    /// `<orders::Db as orders::Repo>::find`). The default is for reading;
+    /// it follows Rust's `type_name`, whose exact form is not guaranteed
+    /// across compiler versions, so give a `name` when a dashboard or an
+    /// alert depends on it.
     pub fn name(&self) -> &'static str {
-        self.name
+        self.name.get()
     }
 
     /// The class the fn's calls belong to.
@@ -115,7 +187,7 @@ impl Policy {
 impl fmt::Debug for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Policy")
-            .field("name", &self.name)
+            .field("name", &self.name())
             .field("class", &self.class)
             .field("max_wait", &self.max_wait)
             .field("weight", &self.weight)
@@ -128,7 +200,7 @@ impl fmt::Debug for Policy {
 impl serde::Serialize for Policy {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut s = serializer.serialize_struct("Policy", 6)?;
-        s.serialize_field("name", self.name)?;
+        s.serialize_field("name", self.name())?;
         s.serialize_field("class", self.class)?;
         s.serialize_field(
             "max_wait",
@@ -212,7 +284,7 @@ impl PolicyTable {
     /// A table of the given policies (tests, or checking a subset).
     pub fn from_policies(policies: impl IntoIterator<Item = &'static Policy>) -> Self {
         let mut entries: Vec<&'static Policy> = policies.into_iter().collect();
-        entries.sort_by(|a, b| (a.name, a.file, a.line).cmp(&(b.name, b.file, b.line)));
+        entries.sort_by(|a, b| (a.name(), a.file, a.line).cmp(&(b.name(), b.file, b.line)));
         Self { entries }
     }
 
@@ -238,7 +310,7 @@ impl PolicyTable {
 
     /// The policy of the fn named `name`.
     pub fn get(&self, name: &str) -> Option<&'static Policy> {
-        self.iter().find(|p| p.name == name)
+        self.iter().find(|p| p.name() == name)
     }
 
     /// The table as a JSON array.
@@ -270,7 +342,7 @@ impl fmt::Display for PolicyTable {
             .iter()
             .map(|p| {
                 [
-                    p.name.to_string(),
+                    p.name().to_string(),
                     p.class.to_string(),
                     p.max_wait.map_or_else(
                         || "(class)".to_string(),
@@ -305,5 +377,23 @@ impl fmt::Display for PolicyTable {
             write_row([&row[0], &row[1], &row[2], &row[3], &row[4]])?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fn_path;
+
+    #[test]
+    fn default_name_drops_the_marker_and_async_closures() {
+        assert_eq!(
+            fn_path("app::orders::Orders::get::{{closure}}::__ShedHere"),
+            "app::orders::Orders::get"
+        );
+        assert_eq!(
+            fn_path("<app::Db as app::Repo>::find::{{closure}}::__ShedHere"),
+            "<app::Db as app::Repo>::find"
+        );
+        assert_eq!(fn_path("app::free::__ShedHere"), "app::free");
     }
 }

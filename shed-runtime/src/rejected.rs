@@ -30,8 +30,10 @@ pub enum Reason {
 }
 
 impl Reason {
-    /// Every reason, in a stable order (the order of the metrics arrays).
-    pub const ALL: [Reason; 7] = [
+    /// Every reason, in a stable order: the order of the metrics arrays
+    /// and of the queue's status codes. Not public, so that a new reason
+    /// does not change a public type: see [`Reason::all`].
+    pub(crate) const ALL: [Reason; 7] = [
         Reason::Disabled,
         Reason::Deadline,
         Reason::MaxWait,
@@ -40,6 +42,17 @@ impl Reason {
         Reason::TooHeavy,
         Reason::Overload,
     ];
+
+    /// Every reason, in a stable order. A later release may add reasons
+    /// (the enum is `#[non_exhaustive]`), which lengthens the slice.
+    ///
+    /// ```
+    /// let labels: Vec<_> = shed_runtime::Reason::all().iter().map(|r| r.as_str()).collect();
+    /// assert!(labels.contains(&"max_wait"));
+    /// ```
+    pub fn all() -> &'static [Reason] {
+        &Self::ALL
+    }
 
     /// The label used in metrics, JSON and HTTP problem bodies.
     pub const fn as_str(self) -> &'static str {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use shed_runtime::{ClassSpec, Config, Limiter, Mode, Permit, Reason, Rejected};
 use tokio::task::JoinHandle;
-use tokio::time::{advance, Instant};
+use tokio::time::Instant;
 
 fn limiter(capacity: u32) -> Limiter {
     Config::new()
@@ -34,26 +34,30 @@ fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
 }
 
 /// Spawns a call that holds its slots until `hold` has passed.
+///
+/// The call asks for its slots here, before the task is spawned: when this
+/// returns, it is admitted or queued, whatever the scheduler does next.
 fn spawn_call(
     limiter: &Limiter,
     class: &'static str,
     weight: u32,
     hold: Duration,
 ) -> JoinHandle<Result<Instant, Rejected>> {
-    let limiter = limiter.clone();
+    let mut admission = limiter.acquire(class, weight, "test::call");
+    let decided = match poll_once(&mut admission) {
+        Poll::Ready(result) => Some(result),
+        Poll::Pending => None,
+    };
     tokio::spawn(async move {
-        let permit = limiter.acquire(class, weight, "test::call").await?;
+        let permit = match decided {
+            Some(result) => result?,
+            None => admission.await?,
+        };
         let started = Instant::now();
         tokio::time::sleep(hold).await;
         drop(permit);
         Ok(started)
     })
-}
-
-async fn settle() {
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -77,13 +81,14 @@ async fn in_flight_weight_never_exceeds_capacity() {
         .map(|i| spawn_call(&limiter, "critical", 1 + (i % 3), Duration::from_millis(10)))
         .collect();
     for _ in 0..200 {
-        settle().await;
+        // On the paused clock, a sleep ends only once every other task is
+        // idle: each check sees the limiter after all calls have moved.
+        tokio::time::sleep(Duration::from_millis(1)).await;
         assert!(
             limiter.in_flight() <= 5,
             "in flight {}",
             limiter.in_flight()
         );
-        advance(Duration::from_millis(1)).await;
     }
     for call in calls {
         if let Err(refused) = call.await.unwrap() {
@@ -129,9 +134,7 @@ async fn max_wait_refusal_takes_no_slot() {
 async fn a_waiter_admitted_within_its_budget_runs() {
     let limiter = limiter(1);
     let first = spawn_call(&limiter, "critical", 1, Duration::from_millis(60));
-    settle().await;
     let second = spawn_call(&limiter, "critical", 1, Duration::from_millis(10));
-    settle().await;
     assert_eq!(limiter.stats().queued, 1);
     let started_first = first.await.unwrap().unwrap();
     let started_second = second.await.unwrap().unwrap();
@@ -153,11 +156,8 @@ async fn expired_waiters_hand_the_slot_to_the_next() {
         .build()
         .unwrap();
     let holder = spawn_call(&limiter, "critical", 1, Duration::from_millis(50));
-    settle().await;
     let impatient = spawn_call(&limiter, "background", 1, Duration::from_millis(1));
-    settle().await;
     let patient = spawn_call(&limiter, "critical", 1, Duration::from_millis(1));
-    settle().await;
     assert_eq!(
         impatient.await.unwrap().unwrap_err().reason(),
         Reason::MaxWait
@@ -211,14 +211,15 @@ async fn waiters_are_served_by_rank_then_arrival() {
         ("opt2", "optional"),
         ("crit2", "critical"),
     ] {
-        let limiter = limiter.clone();
+        // Queued here, in this order, before its task exists.
+        let mut admission = limiter.acquire(class, 1, "ordered");
+        assert!(poll_once(&mut admission).is_pending(), "{label} waits");
         let order = order.clone();
         calls.push(tokio::spawn(async move {
-            let _permit = limiter.acquire(class, 1, "ordered").await.expect(label);
+            let _permit = admission.await.expect(label);
             order.lock().unwrap().push(label);
             tokio::time::sleep(Duration::from_millis(1)).await;
         }));
-        settle().await;
     }
     drop(holder);
     for call in calls {
@@ -328,7 +329,7 @@ async fn a_deadline_shorter_than_the_service_time_is_refused_before_waiting() {
         .default_service_time(Duration::from_millis(20))
         .build()
         .unwrap();
-    let refused = shed_runtime::with_timeout(
+    let refused = shed_runtime::with_deadline_in(
         Duration::from_millis(10),
         limiter.acquire("critical", 1, "hurried"),
     )
@@ -336,7 +337,7 @@ async fn a_deadline_shorter_than_the_service_time_is_refused_before_waiting() {
     .unwrap_err();
     assert_eq!(refused.reason(), Reason::Deadline);
     assert_eq!(limiter.in_flight(), 0);
-    let admitted = shed_runtime::with_timeout(
+    let admitted = shed_runtime::with_deadline_in(
         Duration::from_millis(30),
         limiter.acquire("critical", 1, "in time"),
     )
@@ -353,7 +354,7 @@ async fn a_waiter_gives_up_when_its_deadline_can_no_longer_be_met() {
         .unwrap();
     let _holder = limiter.acquire("critical", 1, "holder").await.unwrap();
     let arrived = Instant::now();
-    let refused = shed_runtime::with_timeout(
+    let refused = shed_runtime::with_deadline_in(
         Duration::from_millis(45),
         limiter.acquire("critical", 1, "waiting"),
     )
@@ -489,13 +490,13 @@ async fn a_panicking_call_gives_its_slots_back() {
 async fn an_aborted_call_gives_its_slots_back() {
     let limiter = limiter(1);
     let running = spawn_call(&limiter, "critical", 1, Duration::from_secs(60));
-    settle().await;
     let waiting = spawn_call(&limiter, "critical", 1, Duration::from_secs(60));
-    settle().await;
     assert_eq!((limiter.in_flight(), limiter.stats().queued), (1, 1));
     waiting.abort();
     running.abort();
-    settle().await;
+    // A cancelled task's handle resolves once its future has been dropped.
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    assert!(running.await.unwrap_err().is_cancelled());
     assert_eq!((limiter.in_flight(), limiter.stats().queued), (0, 0));
 }
 

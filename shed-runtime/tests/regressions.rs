@@ -194,7 +194,7 @@ async fn observe_mode_counts_a_late_call_that_would_have_waited() {
         .mode(Mode::Observe)
         .build()
         .unwrap();
-    let (fits, would_wait) = shed_runtime::with_timeout(Duration::from_millis(10), async {
+    let (fits, would_wait) = shed_runtime::with_deadline_in(Duration::from_millis(10), async {
         (
             limiter.acquire("critical", 1, "fits").await.unwrap(),
             limiter.acquire("critical", 1, "would wait").await.unwrap(),

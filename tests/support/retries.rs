@@ -204,7 +204,7 @@ pub async fn run(
             .body(Full::new(Bytes::new()))
             .expect("request");
         id += 1;
-        calls.push(tokio::spawn(shed::with_timeout(deadline, async move {
+        calls.push(tokio::spawn(shed::with_deadline_in(deadline, async move {
             let response = match client.ready().await {
                 Ok(ready) => ready.call(request).await,
                 Err(e) => Err(e),

@@ -264,7 +264,7 @@ async fn grpc_pushback_is_honoured_and_retries_are_marked_the_grpc_way() {
     let mut request = request;
     request.extensions_mut().insert(Idempotent);
     let started = Instant::now();
-    crate::with_timeout(Duration::from_secs(2), async {
+    crate::with_deadline_in(Duration::from_secs(2), async {
         call(&mut client, request).await.unwrap();
     })
     .await;
@@ -292,7 +292,7 @@ async fn the_deadline_travels_less_the_margin() {
     let mut client = bare()
         .deadline_margin(Duration::from_millis(50))
         .layer(service.clone());
-    crate::with_timeout(Duration::from_millis(800), call(&mut client, get()))
+    crate::with_deadline_in(Duration::from_millis(800), call(&mut client, get()))
         .await
         .unwrap();
     let seen = service.seen();
@@ -343,9 +343,10 @@ async fn no_retry_goes_out_after_the_deadline() {
     ]);
     let mut client = bare().layer(service.clone());
     let started = Instant::now();
-    let (status, _) = crate::with_timeout(Duration::from_millis(1_500), call(&mut client, get()))
-        .await
-        .unwrap();
+    let (status, _) =
+        crate::with_deadline_in(Duration::from_millis(1_500), call(&mut client, get()))
+            .await
+            .unwrap();
     assert_eq!((status, service.seen().len()), (503, 1));
     assert_eq!(
         Instant::now(),
@@ -362,7 +363,7 @@ async fn no_retry_goes_out_after_the_deadline() {
         3
     ]);
     let mut client = bare().layer(service.clone());
-    crate::with_timeout(Duration::from_millis(3_500), call(&mut client, get()))
+    crate::with_deadline_in(Duration::from_millis(3_500), call(&mut client, get()))
         .await
         .unwrap();
     assert_eq!(service.seen().len(), 2);

@@ -33,11 +33,19 @@ use super::load::{LoadMeter, Reading};
 /// refused; nor does a queue at exactly the capacity, which grows and
 /// shrinks by chance and would lose calls the slots could still serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Codel {
     /// The acceptable standing queue wait (default 5 ms).
     pub target: Duration,
     /// How long an overflow keeps the queue standing (default 100 ms).
     pub interval: Duration,
+}
+
+impl Codel {
+    /// CoDel with the given standing-queue `target` and `interval`.
+    pub const fn new(target: Duration, interval: Duration) -> Self {
+        Self { target, interval }
+    }
 }
 
 impl Default for Codel {

@@ -195,6 +195,16 @@ impl Limiter {
         Ok(installed)
     }
 
+    /// The value of the `limiter` label on this limiter's metrics: none for
+    /// the process-wide limiter, its id for any other, so that two
+    /// limiters never write the same series.
+    pub(crate) fn metrics_label(&self) -> Option<u32> {
+        let global = GLOBAL
+            .get()
+            .is_some_and(|g| Arc::ptr_eq(&g.inner, &self.inner));
+        (!global).then_some(self.inner.id)
+    }
+
     /// The limiter guarded calls use here: the one set by the innermost
     /// [`Limiter::scope`], else the process-wide one.
     pub fn current() -> Limiter {
@@ -243,9 +253,11 @@ impl Limiter {
         self.inner.learned.with(&policy.stats, ServiceEstimate::get)
     }
 
-    /// The current capacity in slots.
-    pub fn capacity(&self) -> u64 {
-        self.inner.core.snapshot().capacity
+    /// The current capacity in slots: a `u32`, as in
+    /// [`set_capacity`](Limiter::set_capacity) and `Config::capacity`.
+    pub fn capacity(&self) -> u32 {
+        // Always set from a `u32`, so it always fits.
+        u32::try_from(self.inner.core.snapshot().capacity).unwrap_or(u32::MAX)
     }
 
     /// Changes the capacity at run time. Waiters the new room lets in are

@@ -119,10 +119,10 @@ fn build(plan: &Plan) -> Limiter {
             .queue_bound(u64::from(capacity) * plan.queue_bound)
             .service_time_sampling(4);
         if plan.codel {
-            config = config.codel(Codel {
-                target: Duration::from_millis(1),
-                interval: Duration::from_millis(20),
-            });
+            config = config.codel(Codel::new(
+                Duration::from_millis(1),
+                Duration::from_millis(20),
+            ));
         }
         config = config.adaptive_lifo(plan.lifo);
         match config.build() {
@@ -165,7 +165,7 @@ pub fn run(plan: Plan) {
             .fold(0u64, |h, b| h.wrapping_mul(31) ^ u64::from(b));
 
     let limiter = build(&plan);
-    let max = limiter.capacity() as u32;
+    let max = limiter.capacity();
     let shared = Arc::new(Shared {
         limiter: limiter.clone(),
         stop: AtomicBool::new(false),
@@ -287,7 +287,7 @@ fn check_drained(limiter: &Limiter, shared: &Shared) {
 /// its caller gave up is counted, but nobody sees it.)
 fn check_counted(limiter: &Limiter, shared: &Shared) {
     let stats = limiter.stats();
-    for reason in Reason::ALL {
+    for &reason in Reason::all() {
         let counted: u64 = stats.classes.iter().map(|c| c.refused_for(reason)).sum();
         let seen = shared.tally.refused_for(reason);
         if counted < seen {
@@ -308,7 +308,7 @@ fn check_counted(limiter: &Limiter, shared: &Shared) {
 /// A call of the full capacity, then of each class's full share, is
 /// admitted at once (bounded, so that a stall fails instead of hanging).
 async fn check_full_capacity_admitted(limiter: &Limiter, shared: &Shared) {
-    let capacity = limiter.capacity() as u32;
+    let capacity = limiter.capacity();
     let within = Duration::from_secs(1);
     let mut probes = vec![("critical", capacity)];
     for spec in limiter.classes().skip(1) {

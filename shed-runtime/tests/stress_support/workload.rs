@@ -72,7 +72,7 @@ impl Shared {
     fn hold(self: &Arc<Self>, permit: Permit) -> Held {
         let weight = permit.weight();
         let live = self.live.fetch_add(weight, Ordering::SeqCst) + weight;
-        if self.strict_capacity && live > self.limiter.capacity() {
+        if self.strict_capacity && live > u64::from(self.limiter.capacity()) {
             self.find(format!(
                 "over-admitted: permits of weight {live} held, capacity {}",
                 self.limiter.capacity()
@@ -107,7 +107,8 @@ pub struct Tally {
     pub admitted: AtomicU64,
     /// Admitted with slots (not bypassed in mode `off`).
     pub admitted_with_slots: AtomicU64,
-    pub refused: [AtomicU64; Reason::ALL.len()],
+    /// By the reason's place in `Reason::all()` (room for more reasons).
+    pub refused: [AtomicU64; 16],
     pub timed_out: AtomicU64,
     pub selected_away: AtomicU64,
     pub aborted: AtomicU64,
@@ -116,13 +117,13 @@ pub struct Tally {
 
 impl Tally {
     fn refuse(&self, reason: Reason) {
-        let index = Reason::ALL.iter().position(|r| *r == reason).unwrap();
+        let index = Reason::all().iter().position(|r| *r == reason).unwrap();
         self.refused[index].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Refusals callers saw for `reason`.
     pub fn refused_for(&self, reason: Reason) -> u64 {
-        let index = Reason::ALL.iter().position(|r| *r == reason).unwrap();
+        let index = Reason::all().iter().position(|r| *r == reason).unwrap();
         self.refused[index].load(Ordering::Relaxed)
     }
 
@@ -132,7 +133,7 @@ impl Tally {
 
     pub fn summary(&self) -> String {
         let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
-        let refused: Vec<String> = Reason::ALL
+        let refused: Vec<String> = Reason::all()
             .iter()
             .zip(&self.refused)
             .filter(|(_, n)| get(n) > 0)
@@ -350,7 +351,7 @@ async fn attempt(shared: Arc<Shared>, call: Call) {
     let before = shared.switches.read(class);
     let admission = FirstWake::new(admit(&shared.limiter, call.path), shared.switches.started());
     let (admitted, woke_us) = match call.deadline {
-        Some(within) => shed_runtime::with_timeout(within, admission).await,
+        Some(within) => shed_runtime::with_deadline_in(within, admission).await,
         None => admission.await,
     };
     let permit = match admitted {

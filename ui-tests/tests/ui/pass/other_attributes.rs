@@ -8,18 +8,6 @@ async fn annotated() -> Result<u8, Rejected> {
     Ok(1)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    #[shed]
-    async fn a_guarded_test() -> Result<(), Rejected> {
-        assert_eq!(annotated().await?, 1);
-        Ok(())
-    }
-}
-
 #[shed]
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Rejected> {

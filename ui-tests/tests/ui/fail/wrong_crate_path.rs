@@ -1,5 +1,5 @@
-// Without `crate = "..."`, generated code looks for `::shed`; a program
-// that renamed the dependency gets an error that names the path.
+// A `crate = "..."` path that does not lead to the `shed` crate is
+// reported once, on the path, not again on the fn's return type.
 extern crate shed as my_shed;
 
 #[my_shed::shed(crate = "::nonexistent_shed")]

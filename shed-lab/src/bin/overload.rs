@@ -2,21 +2,24 @@
 //! shedding, in virtual time.
 //!
 //! ```text
-//! cargo run --release --example overload                     # seed-asyncio, every policy
-//! cargo run --release --example overload -- examples/scenarios/checkout.toml --policy shed
-//! cargo run --release --example overload -- --sweep 0.5,1,2,3 --plot sweep.svg
-//! cargo run --release --example overload -- --compare --json
-//! cargo run --release --example overload -- examples/scenarios/anchor.toml --sweep 1,1.5 --seeds 0..16
+//! cargo run --release -p shed-lab                     # seed-asyncio, every policy
+//! cargo run --release -p shed-lab -- examples/scenarios/checkout.toml --policy shed
+//! cargo run --release -p shed-lab -- --sweep 0.5,1,2,3 --plot sweep.svg
+//! cargo run --release -p shed-lab -- --compare --json
+//! cargo run --release -p shed-lab -- examples/scenarios/anchor.toml --sweep 1,1.5 --seeds 0..16
 //! ```
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 
 use shed_lab::{report, Report, Scenario};
 
 fn main() -> ExitCode {
-    let default_scenario =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/scenarios/seed-asyncio.toml");
+    // The scenarios live in the repository's `examples/scenarios/`.
+    let default_scenario = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new(".."))
+        .join("examples/scenarios/seed-asyncio.toml");
     let args = match shed_lab::cli::parse(std::env::args().skip(1), default_scenario) {
         Ok(args) => args,
         Err(message) => {
