@@ -297,7 +297,7 @@ impl Limiter {
     }
 
     /// The labels every series of this limiter carries.
-    fn base_labels(&self) -> Vec<Label> {
+    pub(crate) fn base_labels(&self) -> Vec<Label> {
         self.metrics_label()
             .map(|id| Label::new("limiter", id.to_string()))
             .into_iter()

@@ -161,9 +161,12 @@ impl OverloadController {
                 self.step(&mut state, occupancy, now);
                 apply(&limiter, if state.shedding { state.ramp } else { 1.0 });
                 let active = state.since.map_or(0.0, |since| (now - since).as_secs_f64());
-                metrics::gauge!("shed_overload_signal").set(state.signal);
-                metrics::gauge!("shed_overload_ramp").set(state.ramp);
-                metrics::gauge!("shed_overload_active_seconds").set(active);
+                // Labelled like the limiter's own series, so that two
+                // controllers on two limiters never overwrite each other.
+                let labels = limiter.base_labels();
+                metrics::gauge!("shed_overload_signal", labels.clone()).set(state.signal);
+                metrics::gauge!("shed_overload_ramp", labels.clone()).set(state.ramp);
+                metrics::gauge!("shed_overload_active_seconds", labels).set(active);
                 *watch.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
             }
         })
