@@ -47,6 +47,8 @@ pub struct Readiness {
     state: Mutex<State>,
     /// Set once a task closes the windows on a tick.
     ticking: AtomicBool,
+    /// Not ready while this probe reports the runtime lagging.
+    lag: Option<crate::LagProbe>,
 }
 
 #[derive(Debug)]
@@ -76,7 +78,18 @@ impl Readiness {
                 last_rate: 0.0,
             }),
             ticking: AtomicBool::new(false),
+            lag: None,
         }
+    }
+
+    /// Also not ready while `probe` reports the runtime lagging (with the
+    /// probe's own hysteresis): a runtime whose threads are blocked serves
+    /// nobody well, and the balancer should send its traffic elsewhere,
+    /// though the limiter, which sees only its own queue, may refuse
+    /// nothing.
+    pub fn lag(mut self, probe: crate::LagProbe) -> Self {
+        self.lag = Some(probe);
+        self
     }
 
     /// Closes a window every [`window`](Readiness::window) on a task of the
@@ -123,10 +136,13 @@ impl Readiness {
     /// probe handler: started, it reads the last window's verdict;
     /// unstarted, it looks at the counters once a window.
     pub fn is_ready(&self) -> bool {
-        if self.ticking.load(Ordering::Relaxed) {
-            return self.state.lock().unwrap_or_else(|p| p.into_inner()).ready;
-        }
-        self.close_window_if_due()
+        let lagging = self.lag.as_ref().is_some_and(crate::LagProbe::is_lagging);
+        let shedding_ok = if self.ticking.load(Ordering::Relaxed) {
+            self.state.lock().unwrap_or_else(|p| p.into_inner()).ready
+        } else {
+            self.close_window_if_due()
+        };
+        shedding_ok && !lagging
     }
 
     /// Closes the window if it has lasted long enough; returns readiness.
