@@ -7,6 +7,11 @@
 //!   `408 Request Timeout` and closed.
 //! - **Idle timeout**: a keep-alive connection with no request for
 //!   `idle_timeout` is closed.
+//! - **Write timeout**: a connection whose client has stopped reading (a
+//!   write to it blocked for `write_timeout`) is closed outright. The
+//!   limiter already gave back the response's slots at its maximum hold
+//!   time; this gives back the socket, which a graceful close would keep
+//!   until the response ends, that is never.
 //! - **Connection cap**: at most `max_connections` are open, by default
 //!   fewer than the process may open files. At the cap, a new connection
 //!   first makes the longest-idle one close; only when none is idle is the
@@ -39,10 +44,11 @@ pub struct Limits {
     pub max_connections: usize,
     pub header_timeout: Duration,
     pub idle_timeout: Duration,
+    pub write_timeout: Duration,
 }
 
 impl Default for Limits {
-    /// 10 s to send a head, 60 s idle, and a cap of 4,096 connections or 64
+    /// 10 s to send a head, 60 s idle, 30 s for a blocked write, and a cap of 4,096 connections or 64
     /// descriptors below the process's limit (for the listeners, the admin
     /// side and files), whichever is lower. The cap also bounds memory: a
     /// server starved of CPU while clients keep connecting would otherwise
@@ -53,6 +59,7 @@ impl Default for Limits {
             max_connections: below_fd_limit.min(4096),
             header_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -70,6 +77,8 @@ pub struct Stats {
     pub open: AtomicUsize,
     pub timed_out_heads: AtomicU64,
     pub idle_closed: AtomicU64,
+    /// Connections closed because their client stopped reading.
+    pub stalled_closed: AtomicU64,
     pub evicted: AtomicU64,
     pub refused: AtomicU64,
 }
@@ -82,6 +91,8 @@ struct Conn {
     head_started: AtomicBool,
     /// When the head started, or when the connection last went idle.
     since: Mutex<Instant>,
+    /// Since when a write has been blocked (the client is not reading).
+    write_blocked_since: Mutex<Option<Instant>>,
     /// Asked to close (evicted): not idle for the next eviction.
     closing: AtomicBool,
     close: Notify,
@@ -154,6 +165,7 @@ pub async fn serve(listener: TcpListener, app: Router, limits: Limits, stats: Ar
             in_flight: AtomicUsize::new(0),
             head_started: AtomicBool::new(false),
             since: Mutex::new(Instant::now()),
+            write_blocked_since: Mutex::new(None),
             closing: AtomicBool::new(false),
             close: Notify::new(),
         });
@@ -200,7 +212,11 @@ async fn serve_one(
         .header_read_timeout(None)
         .serve_connection(io, TowerToHyperService::new(service));
     let mut connection = std::pin::pin!(connection);
-    let tick = limits.header_timeout.min(limits.idle_timeout) / 4;
+    let tick = limits
+        .header_timeout
+        .min(limits.idle_timeout)
+        .min(limits.write_timeout)
+        / 4;
     let mut closing = false;
     loop {
         tokio::select! {
@@ -210,6 +226,12 @@ async fn serve_one(
                 connection.as_mut().graceful_shutdown();
             }
             _ = tokio::time::sleep(tick) => {
+                let blocked = *conn.write_blocked_since.lock().unwrap();
+                if blocked.is_some_and(|at| at.elapsed() >= limits.write_timeout) {
+                    // Dropping the connection closes the socket.
+                    stats.stalled_closed.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
                 if conn.in_flight.load(Ordering::Acquire) > 0 {
                     continue;
                 }
@@ -308,10 +330,17 @@ impl AsyncWrite for Watched {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         loop {
-            ready!(self.stream.poll_write_ready(cx))?;
+            if self.stream.poll_write_ready(cx).is_pending() {
+                let mut blocked = self.conn.write_blocked_since.lock().unwrap();
+                blocked.get_or_insert_with(Instant::now);
+                return Poll::Pending;
+            }
             match self.stream.try_write(data) {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                result => return Poll::Ready(result),
+                result => {
+                    *self.conn.write_blocked_since.lock().unwrap() = None;
+                    return Poll::Ready(result);
+                }
             }
         }
     }
