@@ -1,0 +1,168 @@
+//! How a configuration is reported: the one line that says what is in
+//! force and where each value came from, and the warnings, each once.
+
+use super::{Config, ConfigErrors, Problem, ENV_CAPACITY, ENV_MODE};
+
+impl Config {
+    /// The configuration in force and where each value came from, in one
+    /// line: what the process-wide limiter logs once at startup.
+    pub fn describe(&self) -> String {
+        let capacity = match (self.env.capacity, self.capacity) {
+            (Some(Some(n)), Some(code)) if code != n => {
+                format!("capacity={n} (from {ENV_CAPACITY}, over {code} in code)")
+            }
+            (Some(Some(n)), _) => format!("capacity={n} (from {ENV_CAPACITY})"),
+            (Some(None), Some(code)) => {
+                format!("capacity=adaptive (from {ENV_CAPACITY}, over {code} in code)")
+            }
+            (Some(None), None) => format!("capacity=adaptive (from {ENV_CAPACITY})"),
+            (None, Some(n)) => format!("capacity={n} (from code)"),
+            (None, None) => "capacity=adaptive (default)".to_string(),
+        };
+        let capacity = match self.fixed_capacity() {
+            Some(_) => capacity,
+            None => format!(
+                "{capacity}, starting at {} within {}..={}",
+                self.auto.initial, self.auto.min, self.auto.max
+            ),
+        };
+        let mode = match (self.env.mode, self.mode_set) {
+            (Some(m), true) if m != self.mode => {
+                format!("mode={m} (from {ENV_MODE}, over {} in code)", self.mode)
+            }
+            (Some(m), _) => format!("mode={m} (from {ENV_MODE})"),
+            (None, true) => format!("mode={} (from code)", self.mode),
+            (None, false) => format!("mode={} (default)", self.mode),
+        };
+        let switches = self.valid_switches();
+        let classes = self
+            .classes
+            .iter()
+            .map(|c| {
+                let switched = switches.iter().rev().find(|(n, _)| n == c.name());
+                let on = switched.map_or(c.is_enabled(), |(_, on)| *on);
+                let from = if switched.is_some() {
+                    " (from SHED_CLASSES)"
+                } else {
+                    ""
+                };
+                format!("{}={}{from}", c.name(), if on { "on" } else { "off" })
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let budgets = if self.fixed_capacity().is_some() {
+            "fixed".to_string()
+        } else {
+            format!("{}x the measured service time", self.auto.wait_factor)
+        };
+        format!("shed: {capacity}; {mode}; classes {classes}; default wait budgets {budgets}")
+    }
+}
+
+/// Whether a `tracing` subscriber would see an event here (a global one,
+/// or one set for this thread).
+fn has_subscriber() -> bool {
+    tracing::dispatcher::get_default(|d| !d.is::<tracing::subscriber::NoSubscriber>())
+}
+
+pub(super) fn report_once(errors: &ConfigErrors) {
+    if has_subscriber() {
+        tracing::error!(target: "shed::config", "ignoring invalid shed configuration:\n{errors}");
+    } else {
+        eprintln!("shed: ignoring invalid shed configuration:\n{errors}");
+    }
+}
+
+/// Reports malformed environment variables, one readable line each.
+pub(super) fn report_env_warnings(warnings: &[Problem]) {
+    for warning in warnings {
+        if has_subscriber() {
+            tracing::warn!(target: "shed::config", "{warning}");
+        } else {
+            eprintln!("shed: {warning}");
+        }
+    }
+}
+
+/// Logs the configuration in force, once per process-wide limiter.
+pub(super) fn announce(description: &str) {
+    tracing::info!(target: "shed::config", "{description}");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt;
+
+    use super::super::env::tests::env;
+    use super::*;
+    use crate::config::ENV_CAPACITY;
+
+    #[test]
+    fn without_configuration_the_capacity_is_adaptive_and_described_as_such() {
+        let config = Config::new().env_from(|_| None);
+        assert_eq!(
+            config.describe(),
+            "shed: capacity=adaptive (default), starting at 4 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 2x the measured service time"
+        );
+        let limiter = config.build().unwrap();
+        assert!(limiter.is_adaptive());
+        assert_eq!(limiter.capacity(), 4);
+        let pinned = Config::new().capacity(64).build().unwrap();
+        assert!(!pinned.is_adaptive());
+        assert_eq!(pinned.capacity(), 64);
+        // Setting a capacity at run time pins it too.
+        limiter.set_capacity(32);
+        assert!(!limiter.is_adaptive());
+        assert_eq!(limiter.capacity(), 32);
+    }
+
+    /// Collects the events of `tracing` as `LEVEL message` lines.
+    #[derive(Default, Clone)]
+    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl tracing::Subscriber for Capture {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            struct Message(String);
+            impl tracing::field::Visit for Message {
+                fn record_debug(&mut self, _: &tracing::field::Field, value: &dyn fmt::Debug) {
+                    self.0 = format!("{value:?}");
+                }
+            }
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            let line = format!("{} {}", event.metadata().level(), message.0);
+            self.0.lock().unwrap().push(line);
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
+    #[test]
+    fn the_process_wide_limiter_logs_its_configuration_once_and_each_malformed_variable_once() {
+        let capture = Capture::default();
+        let vars = [(ENV_CAPACITY, "4"), (ENV_MODE, "loud")];
+        let limiter = tracing::subscriber::with_default(capture.clone(), || {
+            Config::from_env_with(env(&vars))
+                .capacity(16)
+                .build_lenient()
+        });
+        assert_eq!(limiter.capacity(), 4);
+        let lines = capture.0.lock().unwrap().clone();
+        assert_eq!(
+            lines,
+            [
+                "WARN SHED_MODE=`loud` is malformed and ignored: expected `enforce`, `observe` or `off`",
+                "INFO shed: capacity=4 (from SHED_CAPACITY, over 16 in code); mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets fixed",
+            ],
+            "readable, not Debug-escaped, once each"
+        );
+    }
+}
