@@ -23,7 +23,7 @@
 //! # }
 //! ```
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -33,52 +33,11 @@ mod auto;
 pub(crate) use auto::AutoControl;
 pub use auto::{Auto, AutoSettings};
 
+use crate::class::ClassSpec;
+use crate::limiter::controller::Controller;
 use crate::limiter::state::admissions_between;
 use crate::limiter::Inner;
 use crate::Limiter;
-
-/// Lock-free accumulators of the current window, updated on completion.
-#[derive(Debug)]
-pub(crate) struct Accumulator {
-    count: AtomicU64,
-    sum_nanos: AtomicU64,
-    min_nanos: AtomicU64,
-    max_in_flight: AtomicU64,
-}
-
-impl Default for Accumulator {
-    fn default() -> Self {
-        Self {
-            count: AtomicU64::new(0),
-            sum_nanos: AtomicU64::new(0),
-            min_nanos: AtomicU64::new(u64::MAX),
-            max_in_flight: AtomicU64::new(0),
-        }
-    }
-}
-
-impl Accumulator {
-    pub(crate) fn record(&self, took: Duration, in_flight: u64) {
-        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        self.count.fetch_add(1, Ordering::Relaxed);
-        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
-        self.min_nanos.fetch_min(nanos, Ordering::Relaxed);
-        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
-    }
-
-    fn count(&self) -> u64 {
-        self.count.load(Ordering::Relaxed)
-    }
-
-    fn take(&self) -> (u64, u64, u64, u64) {
-        (
-            self.count.swap(0, Ordering::Relaxed),
-            self.sum_nanos.swap(0, Ordering::Relaxed),
-            self.min_nanos.swap(u64::MAX, Ordering::Relaxed),
-            self.max_in_flight.swap(0, Ordering::Relaxed),
-        )
-    }
-}
 
 /// More than 1% of a window's calls finishing late means overload,
 /// whatever the latency says; a stray late call does not.
@@ -533,7 +492,7 @@ impl AdaptiveLimit {
         mut observe: impl FnMut(&Window, u32) + Send + 'static,
     ) -> tokio::task::JoinHandle<()> {
         if let Some(auto) = &limiter.inner.auto {
-            auto.enabled.store(false, Ordering::Relaxed);
+            auto.disable();
         }
         let limit = f64::from(
             self.initial
@@ -673,7 +632,26 @@ impl Limiter {
         self.inner
             .auto
             .as_ref()
-            .is_some_and(|auto| auto.enabled.load(Ordering::Relaxed))
+            .is_some_and(|auto| auto.is_enabled())
+    }
+}
+
+/// The default adaptive limit, as the limiter sees it.
+impl Controller for AutoControl {
+    fn completed(&self, limiter: &Inner, now: Instant) {
+        AutoControl::completed(self, limiter, now);
+    }
+
+    fn budget(&self, class: &ClassSpec) -> Duration {
+        AutoControl::budget(self, class)
+    }
+
+    fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    fn disable(&self) {
+        self.enabled.store(false, Ordering::Relaxed);
     }
 }
 

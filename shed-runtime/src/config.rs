@@ -12,15 +12,17 @@ mod report;
 
 use env::EnvSettings;
 pub use env::{ENV_CAPACITY, ENV_CLASSES, ENV_MODE};
-pub use error::{ConfigErrors, Problem, UnknownClass};
+pub use error::{ConfigErrors, Problem};
 use report::{announce, report_env_warnings, report_once};
 
 use std::time::Duration;
 
 use crate::adaptive::{AutoControl, AutoSettings};
-use crate::class::{ClassSpec, ClassState};
+use crate::class::ClassSpec;
+use crate::limiter::controller::Controller;
 use crate::limiter::discipline::{Codel, Discipline};
 use crate::limiter::state::MAX_CAPACITY;
+use crate::limiter::ClassState;
 use crate::mode::Mode;
 use crate::policy::policies;
 use crate::Limiter;
@@ -277,7 +279,7 @@ impl Config {
                         .initial
                         .clamp(auto_settings.min, auto_settings.max),
                 ),
-                Some(AutoControl::new(auto_settings)),
+                Some(Box::new(AutoControl::new(auto_settings)) as Box<dyn Controller>),
             ),
         };
         let bound = match auto {
@@ -340,5 +342,13 @@ impl Config {
         }
         announce(&config.describe());
         config.into_limiter()
+    }
+}
+
+impl Limiter {
+    /// A configuration for a new limiter, starting from the defaults and
+    /// ignoring the environment. See [`Config`].
+    pub fn builder() -> Config {
+        Config::new()
     }
 }

@@ -3,12 +3,16 @@
 //! tenant and which attempt of the caller's request this is. One
 //! task-local holds them all, so a guarded call looks them up once.
 
+use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::limiter::{Held, Limiter};
+/// The limiter set by [`Limiter::scope`](crate::Limiter::scope), opaque
+/// here: the context sits below the limiter and knows nothing of it (the
+/// limiter turns it back into itself, see `Limiter::from_scoped`).
+pub(crate) type ScopedLimiter = Arc<dyn Any + Send + Sync>;
 
 tokio::task_local! {
     static CONTEXT: CallContext;
@@ -16,7 +20,7 @@ tokio::task_local! {
 
 #[derive(Clone, Default)]
 pub(crate) struct CallContext {
-    limiter: Option<Limiter>,
+    limiter: Option<ScopedLimiter>,
     deadline: Option<Instant>,
     /// A hash of the caller's tenant key.
     tenant: Option<u64>,
@@ -27,20 +31,13 @@ pub(crate) struct CallContext {
 
 /// The current limiter (`None`: the process-wide one) and deadline.
 #[inline]
-pub(crate) fn current() -> (Option<Held>, Option<Instant>) {
+pub(crate) fn current() -> (Option<ScopedLimiter>, Option<Instant>) {
     CONTEXT
-        .try_with(|c| {
-            (
-                c.limiter
-                    .as_ref()
-                    .map(|l| Held::Scoped(Arc::clone(&l.inner))),
-                c.deadline,
-            )
-        })
+        .try_with(|c| (c.limiter.clone(), c.deadline))
         .unwrap_or((None, None))
 }
 
-pub(crate) fn current_limiter() -> Option<Limiter> {
+pub(crate) fn current_limiter() -> Option<ScopedLimiter> {
     CONTEXT.try_with(|c| c.limiter.clone()).ok().flatten()
 }
 
@@ -70,7 +67,7 @@ pub(crate) async fn scope<F: Future>(
 }
 
 pub(crate) fn scope_limiter<F: Future>(
-    limiter: Limiter,
+    limiter: ScopedLimiter,
     future: F,
 ) -> impl Future<Output = F::Output> {
     scope(move |c| c.limiter = Some(limiter), future)

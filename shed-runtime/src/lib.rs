@@ -3,6 +3,29 @@
 //!
 //! Applications depend on the `shed` crate, which re-exports this one and
 //! adds the `#[shed]` attribute.
+//!
+//! # Layout
+//!
+//! The modules depend on each other without cycles (a test,
+//! `tests/module_cycles.rs`, fails on a new one). From the bottom up:
+//!
+//! - leaves: `sync`, `mode`, `rejected`, `estimate`, `retry_after`,
+//!   `lag`, `class` (what a class is configured with), `policy` (the
+//!   `#[shed]` table; uses `estimate`), `context` (what a task carries:
+//!   deadline, tenant, attempt, and the scoped limiter as an opaque
+//!   handle), and `deadline`, `attempt`, `tenant` over it;
+//! - `limiter`: the slots, the wait queue and everything the limiter
+//!   owns: each class's live state, the counters, the measurement
+//!   window. It calls a capacity controller only through its
+//!   `Controller` trait;
+//! - over the limiter, reading it: `adaptive` (implements `Controller`),
+//!   `metrics` (publishes the counters), `overload`, `readiness`,
+//!   `load_report`;
+//! - `config` builds a limiter (over `adaptive` and `limiter`);
+//!   `global` is the process-wide limiter, built from a `config`;
+//!   `guard` is what `#[shed]` expands to (over `global`);
+//! - the integrations: `http` (and `axum`, `tonic`, `client`,
+//!   `agent_check`).
 #![warn(missing_docs)]
 // docs.rs builds with `--cfg docsrs` (see Cargo.toml): items behind a
 // feature carry a badge that names it.
@@ -23,6 +46,8 @@ mod config;
 mod context;
 mod deadline;
 mod estimate;
+mod global;
+mod guard;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
@@ -46,10 +71,9 @@ pub mod tonic;
 pub use agent_check::serve_agent_check;
 
 pub use attempt::{attempt, with_attempt};
-pub use class::ClassSpec;
+pub use class::{ClassSpec, UnknownClass};
 pub use config::{
-    Config, ConfigErrors, Problem, UnknownClass, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES,
-    ENV_MODE,
+    Config, ConfigErrors, Problem, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
 };
 #[allow(deprecated)]
 pub use deadline::with_timeout;
@@ -69,7 +93,7 @@ pub use tenant::with_tenant;
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::limiter::{admit, count_fallback, Decision};
+    pub use crate::guard::{admit, count_fallback, Decision};
 
     /// The value a refused call returns, in the fn's own return type.
     #[inline]

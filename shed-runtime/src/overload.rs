@@ -23,10 +23,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::limiter::class::FULL;
 use crate::Limiter;
-
-/// Admission fractions are stored in parts per million.
-pub(crate) const FULL: u32 = 1_000_000;
 
 /// The controller's state, shared with whoever watches it.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -2,8 +2,9 @@
 //! guarded fn of the policy table.
 
 use super::{Config, ConfigErrors, Problem};
-use crate::class::{ClassSpec, ClassState};
+use crate::class::ClassSpec;
 use crate::limiter::state::MAX_CAPACITY;
+use crate::limiter::ClassState;
 use crate::policy::{policies, Policy, PolicyTable};
 
 impl Config {

@@ -115,23 +115,6 @@ impl fmt::Display for ConfigErrors {
 
 impl std::error::Error for ConfigErrors {}
 
-/// A class name that is not configured on a limiter.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown class `{name}` (known classes: {known})")]
-pub struct UnknownClass {
-    name: String,
-    known: String,
-}
-
-impl UnknownClass {
-    pub(crate) fn new<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Self {
-        Self {
-            name: name.to_string(),
-            known: known.collect::<Vec<_>>().join(", "),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use crate::Config;

@@ -27,11 +27,11 @@
 
 use tokio::time::Instant;
 
+use super::class::ClassState;
 use super::discipline::{Codel, Discipline};
 use super::load::Reading;
 use super::queue::{End, Status, WaitQueue, Waiter};
 use super::state::{AdmissionWord, ClassTake, FastTake, Snapshot};
-use crate::class::ClassState;
 use crate::rejected::Reason;
 use crate::sync::{lock, Arc, Mutex, MutexGuard};
 

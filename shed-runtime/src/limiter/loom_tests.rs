@@ -7,9 +7,10 @@
 use loom::thread;
 use tokio::time::Instant;
 
+use super::class::ClassState;
 use super::core::Core;
 use super::queue::{Status, Waiter};
-use crate::class::{ClassSpec, ClassState};
+use crate::class::ClassSpec;
 use crate::sync::Arc;
 
 fn core(capacity: u64, share: f64) -> Arc<Core> {

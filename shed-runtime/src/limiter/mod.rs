@@ -2,19 +2,23 @@
 //! lock-free fast path, and a bounded wait queue for calls that must wait.
 
 mod admission;
+pub(crate) mod class;
+pub(crate) mod controller;
 pub(crate) mod core;
+pub(crate) mod counters;
 pub mod discipline;
 mod load;
 mod permit;
 pub(crate) mod queue;
 pub(crate) mod state;
+pub(crate) mod window;
 
 #[cfg(all(test, shed_loom))]
 mod loom_tests;
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -22,10 +26,12 @@ use tokio::time::Instant;
 pub use admission::Admission;
 pub use permit::Permit;
 
+pub(crate) use self::class::ClassState;
+use self::controller::Controller;
 use self::core::Core;
+use self::counters::AdmittedTotals;
 use self::queue::{Status, Waiter};
-use crate::class::ClassState;
-use crate::config::{Config, ConfigErrors};
+use self::window::Accumulator;
 use crate::estimate::ServiceEstimate;
 use crate::mode::Mode;
 use crate::policy::{Policy, PolicyStats};
@@ -59,17 +65,17 @@ pub struct Limiter {
 }
 
 pub(crate) struct Inner {
-    id: u32,
+    pub(crate) id: u32,
     pub(crate) core: Core,
-    mode: AtomicU8,
+    pub(crate) mode: AtomicU8,
     default_service: Duration,
     /// A power of two: one fast-path admission in this many is timed.
-    sample_mask: u64,
-    pub(crate) totals: crate::metrics::AdmittedTotals,
+    pub(crate) sample_mask: u64,
+    pub(crate) totals: AdmittedTotals,
     /// The adaptive limit's window of measured completions.
-    pub(crate) window: crate::adaptive::Accumulator,
+    pub(crate) window: Accumulator,
     /// The default adaptive limit, unless the capacity is fixed.
-    pub(crate) auto: Option<crate::adaptive::AutoControl>,
+    pub(crate) auto: Option<Box<dyn Controller>>,
     pub(crate) learned: Learned,
 }
 
@@ -102,7 +108,6 @@ impl Learned {
     }
 }
 
-static GLOBAL: OnceLock<Limiter> = OnceLock::new();
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 impl std::fmt::Debug for Limiter {
@@ -137,12 +142,6 @@ impl std::ops::Deref for Held {
 }
 
 impl Limiter {
-    /// A configuration for a new limiter, starting from the defaults and
-    /// ignoring the environment. See [`Config`].
-    pub fn builder() -> Config {
-        Config::new()
-    }
-
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn from_parts(
         capacity: u64,
@@ -152,7 +151,7 @@ impl Limiter {
         default_service: Duration,
         sample_every: u32,
         discipline: discipline::Discipline,
-        auto: Option<crate::adaptive::AutoControl>,
+        auto: Option<Box<dyn Controller>>,
     ) -> Self {
         let classes_len = classes.len();
         Self {
@@ -162,7 +161,7 @@ impl Limiter {
                 mode: AtomicU8::new(mode.to_u8()),
                 default_service,
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
-                totals: crate::metrics::AdmittedTotals::new(classes_len),
+                totals: AdmittedTotals::new(classes_len),
                 window: Default::default(),
                 learned: Learned::default(),
                 auto,
@@ -170,52 +169,28 @@ impl Limiter {
         }
     }
 
-    /// The process-wide limiter. Unless [`Config::install`] set it up
-    /// first, it is created on first use from the defaults (an adaptive
-    /// capacity, see [`Config`]) and the environment (`SHED_CLASSES`,
-    /// `SHED_MODE`, `SHED_CAPACITY`); a malformed variable is reported once
-    /// and ignored, and the configuration in force is logged once.
-    pub fn global() -> &'static Limiter {
-        GLOBAL.get_or_init(|| Config::from_env().build_lenient().into_global())
+    /// The limiter a [`scope`](Limiter::scope) put in the call context.
+    #[inline]
+    pub(crate) fn from_scoped(scoped: crate::context::ScopedLimiter) -> Limiter {
+        let inner = scoped
+            .downcast::<Inner>()
+            .unwrap_or_else(|_| unreachable!("only Limiter::scope sets the scoped limiter"));
+        Limiter { inner }
     }
 
     /// Marks this limiter as the process-wide one, which keeps what it
     /// learns in the guarded fns' own statics.
-    fn into_global(self) -> Self {
+    pub(crate) fn into_global(self) -> Self {
         self.inner.learned.global.store(true, Ordering::Relaxed);
         self
-    }
-
-    pub(crate) fn install_global(limiter: Limiter) -> Result<&'static Limiter, ConfigErrors> {
-        let mut fresh = Some(limiter);
-        let installed = GLOBAL.get_or_init(|| fresh.take().expect("taken once").into_global());
-        if fresh.is_some() {
-            return Err(ConfigErrors::already_installed());
-        }
-        Ok(installed)
-    }
-
-    /// The value of the `limiter` label on this limiter's metrics: none for
-    /// the process-wide limiter, its id for any other, so that two
-    /// limiters never write the same series.
-    pub(crate) fn metrics_label(&self) -> Option<u32> {
-        let global = GLOBAL
-            .get()
-            .is_some_and(|g| Arc::ptr_eq(&g.inner, &self.inner));
-        (!global).then_some(self.inner.id)
-    }
-
-    /// The limiter guarded calls use here: the one set by the innermost
-    /// [`Limiter::scope`], else the process-wide one.
-    pub fn current() -> Limiter {
-        crate::context::current_limiter().unwrap_or_else(|| Limiter::global().clone())
     }
 
     /// Runs `future` with this limiter as the current one: every guarded
     /// call it makes, however deeply nested, uses this limiter. The
     /// caller's deadline, if any, carries on inside.
     pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
-        crate::context::scope_limiter(self.clone(), future)
+        let scoped: crate::context::ScopedLimiter = Arc::clone(&self.inner) as _;
+        crate::context::scope_limiter(scoped, future)
     }
 
     /// Asks for `weight` slots for a call of `class` named `name` (for
@@ -267,7 +242,7 @@ impl Limiter {
     /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit) goes on).
     pub fn set_capacity(&self, capacity: u32) {
         if let Some(auto) = &self.inner.auto {
-            auto.enabled.store(false, Ordering::Relaxed);
+            auto.disable();
         }
         self.inner.core.set_capacity(u64::from(capacity.max(1)));
     }
@@ -324,7 +299,7 @@ impl Limiter {
             .inner
             .class_index(class)
             .ok_or_else(|| crate::UnknownClass::new(class, self.classes().map(|c| c.name())))?;
-        let full = f64::from(crate::overload::FULL);
+        let full = f64::from(class::FULL);
         let ppm = (fraction.clamp(0.0, 1.0) * full).round() as u32;
         self.inner.core.classes[index].set_admit_fraction(ppm);
         Ok(())
@@ -582,57 +557,4 @@ pub enum Decision {
     Refused(Rejected),
     /// Await this admission first.
     Wait(Admission),
-}
-
-/// Not public API: counts a refusal of `policy` answered by its fallback.
-#[doc(hidden)]
-pub fn count_fallback(policy: &'static Policy) {
-    let (held, _) = crate::context::current();
-    let held = held.unwrap_or_else(|| Held::Global(&Limiter::global().inner));
-    if let Ok(class) = held.policy_class(policy) {
-        held.core.classes[class].counters.count_fallback();
-    }
-    #[cfg(feature = "http")]
-    crate::http::note_fallback();
-}
-
-/// Not public API: what `#[shed]` expands to.
-///
-/// The common case (slots free, no deadline) is decided inline with one
-/// task-local lookup and one compare-and-swap; everything else goes
-/// through [`Held::decide`].
-#[doc(hidden)]
-#[inline]
-pub fn admit(policy: &'static Policy) -> Decision {
-    let (held, deadline) = crate::context::current();
-    let held = held.unwrap_or_else(|| Held::Global(&Limiter::global().inner));
-    let class = held.policy_class(policy);
-    let weight = u64::from(policy.weight());
-    if let (Ok(class), None) = (class, deadline) {
-        let state = &held.core.classes[class];
-        if held.mode.load(Ordering::Relaxed) != Mode::Off.to_u8()
-            && state.is_enabled()
-            && state.admits_everything()
-        {
-            if let Some(admitted) = held.core.try_acquire(class, weight) {
-                let start = (admitted & held.sample_mask == 0).then(Instant::now);
-                return Decision::Admitted(Permit::new(
-                    held,
-                    class,
-                    weight,
-                    start,
-                    Some(&policy.stats),
-                ));
-            }
-        }
-    }
-    held.decide(
-        class,
-        weight,
-        policy.name(),
-        policy.max_wait(),
-        Some((&policy.stats, policy.class())),
-        deadline,
-    )
-    .into_decision()
 }
