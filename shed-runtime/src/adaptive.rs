@@ -415,7 +415,7 @@ pub struct Fixed;
 
 impl LimitAlgorithm for Fixed {
     fn name(&self) -> &'static str {
-        "static"
+        "fixed"
     }
 
     fn next_limit(&mut self, w: &Window) -> f64 {

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use tokio::time::Instant;
 
 pub use crate::limiter::Decision;
-use crate::limiter::{Held, Limiter, Permit};
+use crate::limiter::{Held, Limiter, Permit, Request};
 use crate::mode::Mode;
 use crate::policy::Policy;
 
@@ -64,13 +64,13 @@ pub fn admit(policy: &'static Policy) -> Decision {
             }
         }
     }
-    held.decide(
+    let request = Request {
+        held,
         class,
         weight,
-        policy.name(),
-        policy.max_wait(),
-        Some((&policy.stats, policy.class())),
-        deadline,
-    )
-    .into_decision()
+        name: policy.name(),
+        max_wait: policy.max_wait(),
+        policy: Some((&policy.stats, policy.class())),
+    };
+    Held::decide(request, deadline).into_decision()
 }

@@ -60,7 +60,7 @@ enum Slots {
     /// None: exempt routes, refusals, or a body that already ended.
     Free,
     /// Held by the body itself; nothing watches the clock yet.
-    Here(Held),
+    Here(BodyPermit),
     /// Shared with a watchdog task that gives them back at the deadline,
     /// even if the connection stopped polling the body (a slow reader
     /// fills the socket buffer, and then nobody polls).
@@ -82,7 +82,9 @@ impl Drop for Watchdog {
     }
 }
 
-pub(crate) struct Held {
+/// The permit a response body holds until it ends, with what its end is
+/// measured against.
+pub(crate) struct BodyPermit {
     pub(crate) permit: Permit,
     pub(crate) arrived: Instant,
     pub(crate) deadline: Instant,
@@ -101,14 +103,14 @@ struct Shared {
 
 #[derive(Default)]
 struct Watch {
-    held: Option<Held>,
+    held: Option<BodyPermit>,
     /// Set when the watchdog gave the slots back and the body must end.
     cut: bool,
     /// The body's task, if it is waiting on the inner body.
     waker: Option<Waker>,
 }
 
-impl Held {
+impl BodyPermit {
     /// The body ended (or failed): slots back, served in time or late.
     fn finish(self) {
         let now = Instant::now();
@@ -129,7 +131,7 @@ impl Held {
 }
 
 impl<B> GuardedBody<B> {
-    pub(crate) fn guarded(inner: B, held: Held) -> Self {
+    pub(crate) fn guarded(inner: B, held: BodyPermit) -> Self {
         Self {
             inner,
             slots: Slots::Here(held),

@@ -12,7 +12,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::attempt::{AttemptHeaders, RetryStats};
-use super::body::{GuardedBody, Held, MaxHold};
+use super::body::{BodyPermit, GuardedBody, MaxHold};
 use super::counters::HttpCounters;
 use super::deadline::DeadlineHeaders;
 use super::degraded::{self, DEGRADED_FALLBACK, DEGRADED_HEADER};
@@ -437,7 +437,7 @@ where
             Ok(response.map(|body| {
                 GuardedBody::guarded(
                     body,
-                    Held {
+                    BodyPermit {
                         permit,
                         arrived,
                         deadline,

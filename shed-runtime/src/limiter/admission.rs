@@ -166,9 +166,7 @@ impl Future for Admission {
         if let State::Start(request) = &mut this.state {
             let r = request.take().expect("admission polled after completion");
             let deadline = crate::context::current_deadline();
-            *this = r
-                .held
-                .decide(r.class, r.weight, r.name, r.max_wait, r.policy, deadline);
+            *this = Held::decide(r, deadline);
         }
         match &mut this.state {
             State::Start(_) => unreachable!("decided above"),

@@ -24,6 +24,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub use admission::Admission;
+pub(crate) use admission::Request;
 pub use permit::Permit;
 
 pub(crate) use self::class::ClassState;
@@ -359,18 +360,18 @@ impl Held {
 
     /// Every admission decision, in the order the seeds prescribe: cheap
     /// refusals first (class off, deadline), then the lock-free fast path,
-    /// then the bounded queue with a measured-wait budget.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn decide(
-        self,
-        class: Result<usize, Reason>,
-        weight: u64,
-        name: &'static str,
-        max_wait: Option<Duration>,
-        policy: Option<(&'static PolicyStats, &'static str)>,
-        deadline: Option<Instant>,
-    ) -> Admission {
-        let mode = Mode::from_u8(self.mode.load(Ordering::Relaxed));
+    /// then the bounded queue with a measured-wait budget. `deadline` is
+    /// the caller's, read from its context when the admission starts.
+    pub(crate) fn decide(request: Request, deadline: Option<Instant>) -> Admission {
+        let Request {
+            held,
+            class,
+            weight,
+            name,
+            max_wait,
+            policy,
+        } = request;
+        let mode = Mode::from_u8(held.mode.load(Ordering::Relaxed));
         if mode == Mode::Off {
             return Admission::ready(Ok(Permit::bypass()));
         }
@@ -381,11 +382,11 @@ impl Held {
             Err(_) if mode == Mode::Observe => return Admission::ready(Ok(Permit::bypass())),
             Err(reason) => {
                 let class_name = policy.map_or("unknown", |(_, c)| c);
-                let retry_after = self.retry_after(reason, Duration::ZERO);
+                let retry_after = held.retry_after(reason, Duration::ZERO);
                 return Admission::ready(Err(Rejected::new(reason, class_name, name, retry_after)));
             }
         };
-        let state = &self.core.classes[class];
+        let state = &held.core.classes[class];
 
         // Refusals that need no slot and no wait.
         let mut now = None;
@@ -396,7 +397,7 @@ impl Held {
             Some(Reason::Overload)
         } else if let Some(deadline) = deadline {
             let at = *now.insert(Instant::now());
-            let service = *expected.insert(self.expected_service(stats));
+            let service = *expected.insert(held.expected_service(stats));
             let left = deadline.saturating_duration_since(at);
             // A deadline already reached is refused even when the expected
             // service time is zero.
@@ -407,7 +408,7 @@ impl Held {
                     // deadline far shorter than any plausible service time
                     // says nothing about it, so it must not pull it down.
                     if let Some(stats) = stats {
-                        self.learned.with(stats, |e| e.decay(at));
+                        held.learned.with(stats, |e| e.decay(at));
                     }
                 }
                 Some(Reason::Deadline)
@@ -418,22 +419,22 @@ impl Held {
             None
         };
         if let Some(reason) = refusal {
-            return self.refuse_or_observe(mode, class, weight, reason, name, now, stats, deadline);
+            return held.refuse_or_observe(mode, class, weight, reason, name, now, stats, deadline);
         }
 
-        if let Some(admitted) = self.core.try_acquire(class, weight) {
+        if let Some(admitted) = held.core.try_acquire(class, weight) {
             let start = match now {
                 Some(at) => Some(at),
-                None if stats.is_some() && admitted & self.sample_mask == 0 => Some(Instant::now()),
+                None if stats.is_some() && admitted & held.sample_mask == 0 => Some(Instant::now()),
                 None => None,
             };
-            let permit = Permit::new(self, class, weight, start, stats).with_deadline(deadline);
+            let permit = Permit::new(held, class, weight, start, stats).with_deadline(deadline);
             return Admission::ready(Ok(permit));
         }
 
         // No room now: the call would have to wait.
-        if weight > state.limit(self.core.word.capacity()) {
-            return self.refuse_or_observe(
+        if weight > state.limit(held.core.word.capacity()) {
+            return held.refuse_or_observe(
                 mode,
                 class,
                 weight,
@@ -445,11 +446,11 @@ impl Held {
             );
         }
         if mode == Mode::Observe {
-            return self.admit_unchecked(class, weight, now, stats, deadline);
+            return held.admit_unchecked(class, weight, now, stats, deadline);
         }
-        let expected = expected.unwrap_or_else(|| self.expected_service(stats));
+        let expected = expected.unwrap_or_else(|| held.expected_service(stats));
         let arrived = now.unwrap_or_else(Instant::now);
-        let budget = max_wait.unwrap_or_else(|| match &self.auto {
+        let budget = max_wait.unwrap_or_else(|| match &held.auto {
             Some(auto) => auto.budget(&state.spec),
             None => state.spec.default_max_wait(),
         });
@@ -461,11 +462,11 @@ impl Held {
             }
         }
         let timer = Admission::timer(gives_up.0);
-        let retry = self.core.discipline.retries_yield && crate::context::current_attempt() > 1;
+        let retry = held.core.discipline.retries_yield && crate::context::current_attempt() > 1;
         let waiter = Waiter::new(class, weight, arrived, Some(gives_up), deadline, retry);
-        match self.core.enqueue(&waiter) {
-            Status::Pending => Admission::waiting(self, waiter, timer, name, expected, stats),
-            status => Admission::settled(self, waiter, status, name, expected, stats),
+        match held.core.enqueue(&waiter) {
+            Status::Pending => Admission::waiting(held, waiter, timer, name, expected, stats),
+            status => Admission::settled(held, waiter, status, name, expected, stats),
         }
     }
 
