@@ -306,15 +306,10 @@ pub fn shed_config(scenario: &Scenario) -> Config {
 
 /// The controller a scenario's `[adaptive]` table describes.
 fn adaptive_controller(config: &crate::scenario::AdaptiveConfig) -> shed::adaptive::AdaptiveLimit {
-    use shed::adaptive::{AdaptiveLimit, Aimd, Auto, Fixed, Gradient2, Vegas};
-    let mut controller = match config.algorithm.as_str() {
-        "auto" => AdaptiveLimit::new(Auto::default()),
-        "aimd" => AdaptiveLimit::new(Aimd::new(config.target.expect("validated").0)),
-        "vegas" => AdaptiveLimit::new(Vegas::default()),
-        "gradient2" => AdaptiveLimit::new(Gradient2::default()),
-        _ => AdaptiveLimit::new(Fixed),
-    }
-    .limits(config.min, config.max);
+    let algorithm = crate::Algorithm::parse(&config.algorithm).expect("validated");
+    let mut controller = algorithm
+        .controller(config.target.map(|t| t.0))
+        .limits(config.min, config.max);
     if let Some(initial) = config.initial {
         controller = controller.initial(initial);
     }

@@ -26,6 +26,7 @@
 //! assert_eq!(shed.total.late, 0);
 //! ```
 
+pub mod algorithm;
 pub mod cli;
 mod engine;
 pub mod grid;
@@ -35,6 +36,7 @@ pub mod scenario;
 pub mod seeds;
 mod server;
 
+pub use algorithm::Algorithm;
 pub use engine::{direction_changes, run, shed_config, PolicyKind};
 pub use report::{Counts, Report};
 pub use scenario::{Scenario, ScenarioError};
@@ -47,19 +49,12 @@ pub fn compare(scenario: &Scenario, factor: f64) -> Vec<Report> {
         .collect()
 }
 
-/// The adaptive algorithms `--algorithms` compares.
-pub const ALGORITHMS: [&str; 4] = ["static", "aimd", "vegas", "gradient2"];
-
-/// Every algorithm an `[adaptive]` table may name: those of
-/// [`ALGORITHMS`] and `auto`, the library's default limit (which a scenario
-/// without `[limiter]` and `[adaptive]` runs anyway).
-pub const KNOWN_ALGORITHMS: [&str; 5] = ["static", "auto", "aimd", "vegas", "gradient2"];
-
 /// Runs `scenario` under the `shed` policy once per adaptive algorithm
-/// (the scenario's `[adaptive]` table, with only the algorithm changed;
-/// AIMD keeps the scenario's target or uses 40 ms).
+/// of [`Algorithm::COMPARED`] (the scenario's `[adaptive]` table, with
+/// only the algorithm changed; AIMD keeps the scenario's target or uses
+/// [`algorithm::AIMD_TARGET`]).
 pub fn compare_algorithms(scenario: &Scenario, factor: f64) -> Vec<Report> {
-    ALGORITHMS
+    Algorithm::COMPARED
         .iter()
         .map(|algorithm| {
             let mut variant = scenario.clone();
@@ -68,16 +63,13 @@ pub fn compare_algorithms(scenario: &Scenario, factor: f64) -> Vec<Report> {
                 .clone()
                 .unwrap_or(scenario::AdaptiveConfig {
                     algorithm: String::new(),
-                    min: 1,
-                    max: 1000,
+                    min: shed::adaptive::AdaptiveLimit::DEFAULT_LIMITS.0,
+                    max: shed::adaptive::AdaptiveLimit::DEFAULT_LIMITS.1,
                     initial: None,
                     window: None,
                     target: None,
                 });
-            adaptive.algorithm = algorithm.to_string();
-            if adaptive.target.is_none() {
-                adaptive.target = Some(scenario::Dur(std::time::Duration::from_millis(40)));
-            }
+            adaptive.algorithm = algorithm.name().to_string();
             variant.adaptive = Some(adaptive);
             run(&variant, PolicyKind::Shed, factor)
         })

@@ -37,7 +37,7 @@
 //! model = "fifo"        # fifo (workers with an internal queue) or ps (processor sharing)
 //!
 //! [adaptive]            # optional: an adaptive limit for the shed policy
-//! algorithm = "aimd"    # auto | aimd | vegas | gradient2 | static
+//! algorithm = "aimd"    # auto | fixed | aimd | vegas | gradient2 (see `Algorithm`)
 //! min = 4
 //! max = 256
 //! initial = 64          # optional: default limiter.capacity
@@ -287,24 +287,29 @@ pub enum ServerModel {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdaptiveConfig {
-    /// `auto`, `aimd`, `vegas`, `gradient2` or `static`.
+    /// An [`Algorithm`](crate::Algorithm)'s name: `auto`, `fixed`, `aimd`,
+    /// `vegas` or `gradient2` (`static`: `fixed`).
     pub algorithm: String,
-    /// Lowest limit.
-    #[serde(default = "one")]
+    /// Lowest limit (default: the runtime's, `AdaptiveLimit::DEFAULT_LIMITS`).
+    #[serde(default = "default_min")]
     pub min: u32,
-    /// Highest limit.
-    #[serde(default = "thousand")]
+    /// Highest limit (default: the runtime's).
+    #[serde(default = "default_max")]
     pub max: u32,
     /// The starting limit (default: `limiter.capacity`).
     pub initial: Option<u32>,
-    /// How often the limit is reconsidered (default 100 ms).
+    /// How often the limit is reconsidered (default: the runtime's, 100 ms).
     pub window: Option<Dur>,
     /// AIMD's latency target.
     pub target: Option<Dur>,
 }
 
-fn thousand() -> u32 {
-    1000
+fn default_min() -> u32 {
+    shed::adaptive::AdaptiveLimit::DEFAULT_LIMITS.0
+}
+
+fn default_max() -> u32 {
+    shed::adaptive::AdaptiveLimit::DEFAULT_LIMITS.1
 }
 
 /// The `[overload]` table: the hysteresis controller for the `shed` policy.
@@ -481,10 +486,11 @@ impl Scenario {
             }
         }
         if let Some(a) = &self.adaptive {
-            if !crate::KNOWN_ALGORITHMS.contains(&a.algorithm.as_str()) {
+            if crate::Algorithm::parse(&a.algorithm).is_none() {
                 problems.push(format!(
-                    "`adaptive.algorithm` = \"{}\": expected one of auto, aimd, vegas, gradient2, static",
-                    a.algorithm
+                    "`adaptive.algorithm` = \"{}\": expected one of {}",
+                    a.algorithm,
+                    crate::Algorithm::names()
                 ));
             }
             if a.algorithm == "aimd" && a.target.is_none() {

@@ -50,7 +50,7 @@ fn an_adaptive_limit_follows_a_slowdown_down_and_the_recovery_back_up() {
         "AIMD's sawtooth, not oscillation: {reversals} reversals in 16 s"
     );
 
-    // The static limit of 64 lets the slowdown queue inside the server.
+    // The fixed limit of 64 lets the slowdown queue inside the server.
     let mut fixed = scenario.clone();
     fixed.adaptive = None;
     let fixed = run(&fixed, PolicyKind::Shed, 1.0);
@@ -85,7 +85,7 @@ fn under_overload_every_adaptive_limit_follows_a_slowdown_and_serves_full_capaci
         let ideal: Vec<f64> = report.phases.iter().map(|p| p.ideal_rps).collect();
         assert_eq!(ideal, [1600.0, 400.0, 1600.0]);
         let into_slowdown = report.phases[1].converged_after_s;
-        if name == "static" {
+        if name == "fixed" {
             assert_eq!(into_slowdown, None, "64 slots let the queue build inside");
             continue;
         }
@@ -240,7 +240,7 @@ fn the_algorithms_can_be_compared_on_one_scenario() {
         .iter()
         .map(|r| r.adaptive.clone().unwrap())
         .collect();
-    assert_eq!(names, ["static", "aimd", "vegas", "gradient2"]);
+    assert_eq!(names, ["fixed", "aimd", "vegas", "gradient2"]);
     let table = shed_lab::report::algorithm_table(&reports);
     assert_eq!(table.lines().count(), 5, "{table}");
     let goodput = |name: &str| {
@@ -251,9 +251,9 @@ fn the_algorithms_can_be_compared_on_one_scenario() {
             .total
             .goodput_rps
     };
-    assert!(goodput("aimd") > goodput("static"));
-    assert!(goodput("vegas") > goodput("static"));
-    assert!(goodput("gradient2") > goodput("static"));
+    assert!(goodput("aimd") > goodput("fixed"));
+    assert!(goodput("vegas") > goodput("fixed"));
+    assert!(goodput("gradient2") > goodput("fixed"));
     assert!(table.contains("converged after"), "{table}");
     // Convergence: the phases are before, during and after the slowdown,
     // whose ideal goodput is 1,200, 400 and 1,200 rps.
@@ -263,7 +263,7 @@ fn the_algorithms_can_be_compared_on_one_scenario() {
         assert_eq!(ideal, [1200.0, 400.0, 1200.0]);
         let after: Vec<Option<f64>> = r.phases.iter().map(|p| p.converged_after_s).collect();
         assert_eq!(after[0], Some(0.0), "{name}: fine before the slowdown");
-        if name == "static" {
+        if name == "fixed" {
             assert_eq!(after[1], None, "a limit of 64 never finds the bottleneck");
         } else {
             assert!(after[1].unwrap() <= 3.0, "{name}: {after:?}");

@@ -445,15 +445,23 @@ impl std::fmt::Debug for AdaptiveLimit {
 }
 
 impl AdaptiveLimit {
+    /// The bounds of the limit unless [`limits`](AdaptiveLimit::limits)
+    /// sets others.
+    pub const DEFAULT_LIMITS: (u32, u32) = (1, 1000);
+
+    /// How often the limit is reconsidered unless
+    /// [`window`](AdaptiveLimit::window) says otherwise.
+    pub const DEFAULT_WINDOW: Duration = Duration::from_millis(100);
+
     /// A controller with `algorithm`, limits 1 to 1,000, starting from the
     /// limiter's capacity, with 100 ms windows.
     pub fn new(algorithm: impl LimitAlgorithm) -> Self {
         Self {
             algorithm: Box::new(algorithm),
-            min: 1,
-            max: 1000,
+            min: Self::DEFAULT_LIMITS.0,
+            max: Self::DEFAULT_LIMITS.1,
             initial: None,
-            window: Duration::from_millis(100),
+            window: Self::DEFAULT_WINDOW,
         }
     }
 
