@@ -40,7 +40,11 @@
 //! has to wait for a slot waits on tokio's timer, so it must run inside a
 //! tokio runtime with time enabled (`#[tokio::main]` and `#[tokio::test]`
 //! enable it). A major version of tokio that changes these types is a
-//! major version of `shed`.
+//! major version of `shed`. A call admitted at once needs no runtime; one
+//! that would have to wait, polled outside a tokio runtime (another
+//! executor, a plain thread), is refused with [`Reason::NoRuntime`]
+//! rather than panicking. In a runtime built without time
+//! (`enable_time`), tokio itself panics: "timers are disabled".
 //!
 //! # The attribute
 //!

@@ -4,6 +4,13 @@
 //! Applications depend on the `shed` crate, which re-exports this one and
 //! adds the `#[shed]` attribute.
 //!
+//! # Runtime
+//!
+//! tokio is a public dependency: deadlines are `tokio::time::Instant`s and
+//! a call waits for slots on tokio's timer. A call that would have to wait
+//! outside a tokio runtime is refused with [`Reason::NoRuntime`]; in a
+//! runtime without time enabled, tokio panics ("timers are disabled").
+//!
 //! # Layout
 //!
 //! The modules depend on each other without cycles (a test,

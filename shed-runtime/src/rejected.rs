@@ -27,13 +27,17 @@ pub enum Reason {
     /// The limiter is shedding to get out of overload: the queue stands
     /// (CoDel) or the overload controller is holding the class back.
     Overload,
+    /// The call had to wait for slots, but its admission was polled
+    /// outside a tokio runtime, where it cannot wait (waiting needs
+    /// tokio's timer). Not retryable: the same call fails the same way.
+    NoRuntime,
 }
 
 impl Reason {
     /// Every reason, in a stable order: the order of the metrics arrays
     /// and of the queue's status codes. Not public, so that a new reason
     /// does not change a public type: see [`Reason::all`].
-    pub(crate) const ALL: [Reason; 7] = [
+    pub(crate) const ALL: [Reason; 8] = [
         Reason::Disabled,
         Reason::Deadline,
         Reason::MaxWait,
@@ -41,6 +45,7 @@ impl Reason {
         Reason::UnknownClass,
         Reason::TooHeavy,
         Reason::Overload,
+        Reason::NoRuntime,
     ];
 
     /// Every reason, in a stable order. A later release may add reasons
@@ -64,6 +69,7 @@ impl Reason {
             Reason::UnknownClass => "unknown_class",
             Reason::TooHeavy => "too_heavy",
             Reason::Overload => "overload",
+            Reason::NoRuntime => "no_runtime",
         }
     }
 
@@ -129,7 +135,7 @@ impl Rejected {
             retry_after,
             retryable: !matches!(
                 reason,
-                Reason::Disabled | Reason::UnknownClass | Reason::TooHeavy
+                Reason::Disabled | Reason::UnknownClass | Reason::TooHeavy | Reason::NoRuntime
             ),
         }
     }
@@ -217,6 +223,7 @@ impl Rejected {
             Reason::UnknownClass => "its class is not configured",
             Reason::TooHeavy => "its weight exceeds the capacity",
             Reason::Overload => "the service is shedding to recover from overload",
+            Reason::NoRuntime => "it had to wait for slots outside a tokio runtime",
         }
     }
 }

@@ -326,7 +326,7 @@ impl Inner {
     fn retry_after(&self, reason: Reason, expected_service: Duration) -> Duration {
         let draw = fastrand::f64();
         match reason {
-            Reason::Disabled | Reason::UnknownClass | Reason::TooHeavy => {
+            Reason::Disabled | Reason::UnknownClass | Reason::TooHeavy | Reason::NoRuntime => {
                 crate::retry_after::not_soon(draw)
             }
             _ => {
@@ -460,6 +460,20 @@ impl Held {
             if last_start < gives_up.0 {
                 gives_up = (last_start, Reason::Deadline);
             }
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            // Waiting needs tokio's timer, which panics outside a runtime:
+            // refuse instead, before anything is queued.
+            return held.refuse_or_observe(
+                mode,
+                class,
+                weight,
+                Reason::NoRuntime,
+                name,
+                now,
+                stats,
+                deadline,
+            );
         }
         let timer = Admission::timer(gives_up.0);
         let retry = held.core.discipline.retries_yield && crate::context::current_attempt() > 1;
