@@ -6,6 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use http::{header, HeaderMap, StatusCode};
 
+use crate::http::wire;
+
 /// The gRPC status of a trailers-only answer (a refusal has no body).
 const GRPC_STATUS: &str = "grpc-status";
 const GRPC_UNAVAILABLE: &str = "14";
@@ -41,9 +43,9 @@ pub(crate) fn problem_is_retryable(body: &[u8]) -> bool {
 
 /// `Retry-After` as a delay from now: whole seconds or an HTTP date.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if !value.is_empty() && value.len() <= 10 && value.bytes().all(|b| b.is_ascii_digit()) {
-        return value.parse().ok().map(Duration::from_secs);
+    let value = wire::text(headers, header::RETRY_AFTER)?.trim();
+    if let Some(seconds) = wire::digits(value, 10) {
+        return Some(Duration::from_secs(seconds));
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(
@@ -103,13 +105,7 @@ pub(crate) fn is_connection_refused(error: &(dyn Error + 'static)) -> bool {
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.insert(*name, value.parse().unwrap());
-        }
-        map
-    }
+    use crate::http::wire::header_map as headers;
 
     #[test]
     fn retry_after_reads_seconds_and_dates() {

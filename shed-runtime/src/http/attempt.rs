@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderName};
 
+use super::wire;
+
 /// Where a request's attempt number comes from: `grpc-previous-rpc-attempts`
 /// (gRPC's retries: the attempts before this one), `x-envoy-attempt-count`
 /// (Envoy: this attempt, from 1) and a header of your choice (default
@@ -40,11 +42,8 @@ impl Default for AttemptHeaders {
 }
 
 fn number(headers: &HeaderMap, name: impl http::header::AsHeaderName) -> Option<u32> {
-    let value = headers.get(name)?.to_str().ok()?.trim();
-    if value.is_empty() || value.len() > 9 || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    value.parse().ok()
+    let value = wire::digits(wire::text(headers, name)?.trim(), 9)?;
+    u32::try_from(value).ok()
 }
 
 impl AttemptHeaders {
@@ -296,13 +295,7 @@ fn sum(counts: &[AttemptCounts]) -> AttemptCounts {
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.insert(*name, value.parse().unwrap());
-        }
-        map
-    }
+    use crate::http::wire::header_map as headers;
 
     #[test]
     fn every_marker_is_read_and_the_highest_wins() {

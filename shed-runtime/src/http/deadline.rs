@@ -6,6 +6,8 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderName};
 use tokio::time::Instant;
 
+use super::wire;
+
 /// Parses a `grpc-timeout` value: 1 to 8 ASCII digits and a unit, one of
 /// `H M S m u n` (hours to nanoseconds). Anything else is `None`.
 ///
@@ -20,11 +22,7 @@ use tokio::time::Instant;
 /// ```
 pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
     let unit = value.chars().last()?;
-    let digits = &value[..value.len() - unit.len_utf8()];
-    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let n: u64 = digits.parse().ok()?;
+    let n = wire::digits(&value[..value.len() - unit.len_utf8()], 8)?;
     Some(match unit {
         'H' => Duration::from_secs(n * 3600),
         'M' => Duration::from_secs(n * 60),
@@ -41,8 +39,8 @@ pub fn parse_grpc_timeout(value: &str) -> Option<Duration> {
 /// `None`.
 pub fn parse_timeout(value: &str) -> Option<Duration> {
     let value = value.trim();
-    if !value.is_empty() && value.len() <= 12 && value.bytes().all(|b| b.is_ascii_digit()) {
-        return value.parse().ok().map(Duration::from_millis);
+    if let Some(ms) = wire::digits(value, 12) {
+        return Some(Duration::from_millis(ms));
     }
     if value.starts_with('-') || value.len() > 32 {
         return None;
@@ -107,14 +105,12 @@ impl DeadlineHeaders {
         let from_header = self
             .header
             .as_ref()
-            .and_then(|name| headers.get(name))
-            .and_then(|v| v.to_str().ok())
+            .and_then(|name| wire::text(headers, name))
             .and_then(parse_timeout);
         let from_grpc = self
             .grpc
-            .then(|| headers.get("grpc-timeout"))
+            .then(|| wire::text(headers, "grpc-timeout"))
             .flatten()
-            .and_then(|v| v.to_str().ok())
             .and_then(parse_grpc_timeout);
         [from_header, from_grpc]
             .into_iter()

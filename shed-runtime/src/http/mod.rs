@@ -23,6 +23,7 @@ mod degraded;
 mod layer;
 mod orca;
 mod problem;
+pub(crate) mod wire;
 
 pub use attempt::{AttemptCounts, AttemptHeaders, RetryStats};
 pub use body::{BoxError, GuardedBody, HoldExpired, MaxHold};
