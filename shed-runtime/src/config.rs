@@ -75,6 +75,8 @@ pub struct Config {
     discipline: Discipline,
     /// Problems found while reading the environment, reported by the check.
     env_problems: Vec<Problem>,
+    /// The cold-start ramp's length, if any (see [`Config::warm_up`]).
+    warm_up: Option<Duration>,
 }
 
 /// The operator's settings from the environment.
@@ -85,6 +87,8 @@ struct EnvSettings {
     mode: Option<Mode>,
     /// `SHED_CLASSES`, as written.
     classes: Option<String>,
+    /// `SHED_WARM_UP` (zero: off).
+    warm_up: Option<Duration>,
 }
 
 impl Default for Config {
@@ -108,6 +112,7 @@ impl Config {
             sample_every: 64,
             discipline: Discipline::default(),
             env_problems: Vec::new(),
+            warm_up: None,
         }
     }
 
@@ -160,6 +165,15 @@ impl Config {
                 },
             }
         }
+        if let Some(raw) = var(crate::ENV_WARM_UP) {
+            match crate::warm_up::parse(&raw) {
+                Ok(length) => self.env.warm_up = Some(length),
+                Err(message) => {
+                    self.env_problems
+                        .push(Problem::env(crate::ENV_WARM_UP, &raw, message))
+                }
+            }
+        }
         if let Some(raw) = var(ENV_CLASSES) {
             match parse_class_switches(&raw) {
                 Ok(switches) => {
@@ -179,6 +193,19 @@ impl Config {
     /// default. `SHED_CAPACITY`, if the operator set it, wins.
     pub fn capacity(mut self, slots: u32) -> Self {
         self.capacity = Some(slots);
+        self
+    }
+
+    /// After a start, ramps the capacity up over `length` instead of
+    /// admitting the full load at once: from a tenth, linearly (caches are
+    /// cold after a restart). [`Limiter::begin_warm_up`] ramps again after
+    /// a recovery. `SHED_WARM_UP` (`30s`, `off`), if set, wins. Off by
+    /// default. The ramp needs a tokio runtime: a limiter built outside
+    /// one starts it at its first `begin_warm_up`. See
+    /// [`Limiter::begin_warm_up`] for how it works with the adaptive
+    /// default.
+    pub fn warm_up(mut self, length: Duration) -> Self {
+        self.warm_up = Some(length);
         self
     }
 
@@ -556,7 +583,7 @@ impl Config {
             Some(_) => u64::from(self.auto.max) * 4,
             None => capacity * 4,
         };
-        Limiter::from_parts(
+        let limiter = Limiter::from_parts(
             capacity,
             classes,
             self.queue_bound.unwrap_or(bound),
@@ -565,7 +592,9 @@ impl Config {
             self.sample_every,
             self.discipline,
             auto,
-        )
+        );
+        crate::warm_up::configure(&limiter, self.env.warm_up.or(self.warm_up));
+        limiter
     }
 
     /// Builds a standalone limiter after checking the configuration on its
