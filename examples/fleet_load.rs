@@ -5,12 +5,15 @@
 //!
 //! ```text
 //! scripts/fleet-haproxy.sh          # the whole comparison
-//! cargo run --example fleet_load --features axum -- PORT RPS SECONDS TIMEOUT_MS
+//! cargo run --example fleet_load --features axum -- PORT RPS SECONDS TIMEOUT_MS [WARMUP]
 //! ```
 //!
-//! A request is *good* if it got a `200` within `TIMEOUT_MS`; the client
-//! gives up on it after eight times that (it counts as late). The p50 and
-//! p99 are over every `200`, late ones included, so a queue shows.
+//! The first `WARMUP` seconds (default 0) are sent at the same rate but not
+//! counted: the queues build as they would, and the figures cover the
+//! `SECONDS` after them. A request is *good* if it got a `200` within
+//! `TIMEOUT_MS`; the client gives up on it after eight times that (it
+//! counts as late). The p50 and p99 are over every `200`, late ones
+//! included, so a queue shows.
 
 use std::time::{Duration, Instant};
 
@@ -38,12 +41,15 @@ async fn main() {
     let rps = arg(1, 2250.0);
     let seconds = arg(2, 20.0);
     let timeout = Duration::from_secs_f64(arg(3, 500.0) / 1000.0);
+    let warmup = arg(4, 0.0);
 
     let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(5))
         .build_http::<Empty<Bytes>>();
     let start = Instant::now();
-    let end = Duration::from_secs_f64(seconds);
+    let total = warmup + seconds;
+    let end = Duration::from_secs_f64(total);
+    let counted_from = (warmup * rps) as u64;
     let mut ticker = tokio::time::interval(Duration::from_millis(1));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut calls = Vec::new();
@@ -51,13 +57,14 @@ async fn main() {
     while start.elapsed() < end {
         ticker.tick().await;
         // As many as are due by now: the rate holds when ticks are late.
-        let due = (start.elapsed().as_secs_f64().min(seconds) * rps) as u64;
+        let due = (start.elapsed().as_secs_f64().min(total) * rps) as u64;
         while sent < due {
             let uri: http::Uri = format!("http://127.0.0.1:{port}/orders/{sent}")
                 .parse()
                 .expect("valid uri");
             sent += 1;
             let client = client.clone();
+            let counted = sent > counted_from;
             calls.push(tokio::spawn(async move {
                 let began = Instant::now();
                 let call = async {
@@ -66,19 +73,23 @@ async fn main() {
                     response.into_body().collect().await.map_err(|_| ())?;
                     Ok::<_, ()>(status)
                 };
-                match tokio::time::timeout(timeout * 8, call).await {
+                let outcome = match tokio::time::timeout(timeout * 8, call).await {
                     Ok(Ok(200)) => Outcome::Ok(began.elapsed()),
                     Ok(Ok(status)) => Outcome::Status(status),
                     Ok(Err(())) => Outcome::Failed,
                     Err(_) => Outcome::GaveUp,
-                }
+                };
+                counted.then_some(outcome)
             }));
         }
     }
     let (mut good, mut late, mut refused, mut other, mut failed) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut latencies = Vec::new();
     for call in calls {
-        match call.await.expect("request task") {
+        let Some(outcome) = call.await.expect("request task") else {
+            continue;
+        };
+        match outcome {
             Outcome::Ok(took) => {
                 if took <= timeout {
                     good += 1;
@@ -102,8 +113,8 @@ async fn main() {
         latencies[i].as_secs_f64() * 1000.0
     };
     let report = serde_json::json!({
-        "offered": sent,
-        "offered_rps": sent as f64 / seconds,
+        "offered": sent - counted_from,
+        "offered_rps": (sent - counted_from) as f64 / seconds,
         "good": good,
         "goodput_rps": good as f64 / seconds,
         "late": late,
