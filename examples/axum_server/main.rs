@@ -27,6 +27,10 @@
 //! `QUERY_MS` (default 20) sets the database's query time, so the capacity
 //! is 16 slots / `QUERY_MS` (800 rps by default).
 //!
+//! `AGENT_PORT`, if set, serves HAProxy's agent check on 127.0.0.1 there
+//! (`up NN%` from the share of calls not refused; see
+//! `scripts/fleet-haproxy.sh`).
+//!
 //! Connections are limited (see `conn.rs`): 408 for heads not sent within
 //! 10 s, idle keep-alive connections closed after 60 s, and a cap below
 //! the process's file-descriptor limit that closes idle connections before
@@ -301,6 +305,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         metrics: Some(metrics),
         admin_token: std::env::var("ADMIN_TOKEN").ok().map(Into::into),
     };
+    if let Ok(agent_port) = std::env::var("AGENT_PORT") {
+        let agent = tokio::net::TcpListener::bind(format!("127.0.0.1:{agent_port}")).await?;
+        let reporter = Arc::new(shed::LoadReporter::new(app.limiter.clone()));
+        // The weight already follows the refusals. Draining on the
+        // refusal-rate readiness would drain every instance at once when
+        // the whole fleet is overloaded, and HAProxy would then refuse
+        // everything (measured: no goodput at all, scripts/fleet-haproxy.sh).
+        tokio::spawn(shed::serve_agent_check(agent, reporter, || true));
+    }
     let admin = tokio::net::TcpListener::bind(format!("127.0.0.1:{admin_port}")).await?;
     println!("admin on http://{}", admin.local_addr()?);
     let admin_app = admin_router(app.clone());

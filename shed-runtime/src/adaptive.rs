@@ -658,8 +658,12 @@ impl Controller for AutoControl {
         self.enabled.load(Ordering::Relaxed)
     }
 
-    fn disable(&self) {
-        self.enabled.store(false, Ordering::Relaxed);
+    fn disable(&self) -> bool {
+        self.enabled.swap(false, Ordering::Relaxed)
+    }
+
+    fn enable(&self) {
+        self.enabled.store(true, Ordering::Relaxed);
     }
 }
 

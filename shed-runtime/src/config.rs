@@ -83,6 +83,8 @@ pub struct Config {
     discipline: Discipline,
     /// Problems found while reading the environment, reported by the check.
     env_problems: Vec<Problem>,
+    /// The cold-start ramp's length, if any (see [`Config::warm_up`]).
+    warm_up: Option<Duration>,
 }
 
 impl Default for Config {
@@ -106,6 +108,7 @@ impl Config {
             sample_every: 64,
             discipline: Discipline::default(),
             env_problems: Vec::new(),
+            warm_up: None,
         }
     }
 
@@ -113,6 +116,19 @@ impl Config {
     /// default. `SHED_CAPACITY`, if the operator set it, wins.
     pub fn capacity(mut self, slots: u32) -> Self {
         self.capacity = Some(slots);
+        self
+    }
+
+    /// After a start, ramps the capacity up over `length` instead of
+    /// admitting the full load at once: from a tenth, linearly (caches are
+    /// cold after a restart). [`Limiter::begin_warm_up`] ramps again after
+    /// a recovery. `SHED_WARM_UP` (`30s`, `off`), if set, wins. Off by
+    /// default. The ramp needs a tokio runtime: a limiter built outside
+    /// one starts it at its first `begin_warm_up`. See
+    /// [`Limiter::begin_warm_up`] for how it works with the adaptive
+    /// default.
+    pub fn warm_up(mut self, length: Duration) -> Self {
+        self.warm_up = Some(length);
         self
     }
 
@@ -286,7 +302,7 @@ impl Config {
             Some(_) => u64::from(self.auto.max) * 4,
             None => capacity * 4,
         };
-        Limiter::from_parts(
+        let limiter = Limiter::from_parts(
             capacity,
             classes,
             self.queue_bound.unwrap_or(bound),
@@ -295,7 +311,9 @@ impl Config {
             self.sample_every,
             self.discipline,
             auto,
-        )
+        );
+        crate::warm_up::configure(&limiter, self.env.warm_up.or(self.warm_up));
+        limiter
     }
 
     /// Builds a standalone limiter after checking the configuration on its

@@ -73,6 +73,7 @@ mod tenant;
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub mod tonic;
+mod warm_up;
 
 #[cfg(feature = "http")]
 pub use agent_check::serve_agent_check;
@@ -96,6 +97,7 @@ pub use policy::{policies, Policy, PolicyTable};
 pub use readiness::Readiness;
 pub use rejected::{FromRejected, Reason, Rejected};
 pub use tenant::with_tenant;
+pub use warm_up::ENV_WARM_UP;
 
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]

@@ -34,6 +34,7 @@
 //! | `shed_overload_signal` | gauge | the overload controller's smoothed occupancy (with [`OverloadController`](crate::OverloadController)) |
 //! | `shed_overload_ramp` | gauge | the share of held-back traffic re-admitted, 0 to 1 |
 //! | `shed_overload_active_seconds` | gauge | how long the overload controller has been shedding |
+//! | `shed_warm_up_fraction` | gauge | the cold-start ramp's share of the target capacity, 0.1 to 1 (1: not ramping; no `class` label) |
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::PoisonError;
@@ -189,6 +190,8 @@ impl Limiter {
         metrics::gauge!("shed_limit", base.clone()).set(f64::from(stats.capacity));
         metrics::gauge!("shed_in_flight", base.clone()).set(stats.in_flight as f64);
         metrics::gauge!("shed_queued_weight", base.clone()).set(stats.queued_weight as f64);
+        let warm_up = self.warm_up_fraction().unwrap_or(1.0);
+        metrics::gauge!("shed_warm_up_fraction", base.clone()).set(warm_up);
         for class in &stats.classes {
             let class_label = Label::new("class", class.class);
             let labels = with([class_label.clone()], &base);
@@ -310,6 +313,10 @@ fn describe() {
     describe_gauge!(
         "shed_overload_ramp",
         "The share of held-back traffic re-admitted, 0 to 1."
+    );
+    describe_gauge!(
+        "shed_warm_up_fraction",
+        "The cold-start ramp's share of the target capacity, 0.1 to 1 (1: not ramping)."
     );
     describe_gauge!(
         "shed_overload_active_seconds",

@@ -1,9 +1,10 @@
 //! The operator's switches in the environment (`SHED_CLASSES`, `SHED_MODE`,
-//! `SHED_CAPACITY`): reading them, and which of them apply.
+//! `SHED_CAPACITY`, `SHED_WARM_UP`): reading them, and which of them apply.
 
 use super::{Config, Problem};
 use crate::limiter::state::MAX_CAPACITY;
 use crate::mode::Mode;
+use std::time::Duration;
 
 /// The variable that switches classes on and off: `background=off,optional=on`.
 pub const ENV_CLASSES: &str = "SHED_CLASSES";
@@ -20,6 +21,8 @@ pub(super) struct EnvSettings {
     pub(super) mode: Option<Mode>,
     /// `SHED_CLASSES`, as written.
     pub(super) classes: Option<String>,
+    /// `SHED_WARM_UP` (zero: off).
+    pub(super) warm_up: Option<Duration>,
 }
 
 impl Config {
@@ -70,6 +73,15 @@ impl Config {
                         ),
                     )),
                 },
+            }
+        }
+        if let Some(raw) = var(crate::ENV_WARM_UP) {
+            match crate::warm_up::parse(&raw) {
+                Ok(length) => self.env.warm_up = Some(length),
+                Err(message) => {
+                    self.env_problems
+                        .push(Problem::env(crate::ENV_WARM_UP, &raw, message))
+                }
             }
         }
         if let Some(raw) = var(ENV_CLASSES) {

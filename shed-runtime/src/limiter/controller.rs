@@ -21,6 +21,11 @@ pub(crate) trait Controller: Send + Sync + 'static {
     /// Whether the controller still sets the capacity.
     fn is_enabled(&self) -> bool;
 
-    /// Stops the controller: the capacity was pinned.
-    fn disable(&self);
+    /// Stops the controller (the capacity was pinned, or a warm-up ramp
+    /// holds it for a while); returns whether it was running.
+    fn disable(&self) -> bool;
+
+    /// Lets a controller stopped by [`Controller::disable`] set the
+    /// capacity again, from where it left it (the end of a warm-up ramp).
+    fn enable(&self);
 }

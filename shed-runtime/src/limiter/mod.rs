@@ -78,6 +78,8 @@ pub(crate) struct Inner {
     /// The default adaptive limit, unless the capacity is fixed.
     pub(crate) auto: Option<Box<dyn Controller>>,
     pub(crate) learned: Learned,
+    /// The cold-start ramp (see `warm_up.rs`).
+    pub(crate) warm_up: crate::warm_up::WarmUp,
 }
 
 /// The service times this limiter learned, per guarded fn. The
@@ -166,6 +168,7 @@ impl Limiter {
                 window: Default::default(),
                 learned: Learned::default(),
                 auto,
+                warm_up: Default::default(),
             }),
         }
     }
