@@ -312,7 +312,7 @@ impl Config {
             self.discipline,
             auto,
         );
-        crate::warm_up::configure(&limiter, self.env.warm_up.or(self.warm_up));
+        crate::limiter::warm_up::configure(&limiter, self.env.warm_up.or(self.warm_up));
         limiter
     }
 

@@ -73,7 +73,6 @@ mod tenant;
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub mod tonic;
-mod warm_up;
 
 #[cfg(feature = "http")]
 pub use agent_check::serve_agent_check;
@@ -88,6 +87,7 @@ pub use deadline::with_timeout;
 pub use deadline::{deadline, with_deadline, with_deadline_in};
 pub use lag::{LagProbe, LagProbeBuilder};
 pub use limiter::discipline::Codel;
+pub use limiter::warm_up::ENV_WARM_UP;
 pub use limiter::{Admission, Limiter, Permit};
 pub use load_report::{LoadReport, LoadReporter};
 pub use metrics::{ClassStats, LimiterStats};
@@ -97,7 +97,6 @@ pub use policy::{policies, Policy, PolicyTable};
 pub use readiness::Readiness;
 pub use rejected::{FromRejected, Reason, Rejected};
 pub use tenant::with_tenant;
-pub use warm_up::ENV_WARM_UP;
 
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]

@@ -75,13 +75,14 @@ impl Config {
                 },
             }
         }
-        if let Some(raw) = var(crate::ENV_WARM_UP) {
-            match crate::warm_up::parse(&raw) {
+        if let Some(raw) = var(crate::limiter::warm_up::ENV_WARM_UP) {
+            match crate::limiter::warm_up::parse(&raw) {
                 Ok(length) => self.env.warm_up = Some(length),
-                Err(message) => {
-                    self.env_problems
-                        .push(Problem::env(crate::ENV_WARM_UP, &raw, message))
-                }
+                Err(message) => self.env_problems.push(Problem::env(
+                    crate::limiter::warm_up::ENV_WARM_UP,
+                    &raw,
+                    message,
+                )),
             }
         }
         if let Some(raw) = var(ENV_CLASSES) {

@@ -11,6 +11,7 @@ mod load;
 mod permit;
 pub(crate) mod queue;
 pub(crate) mod state;
+pub(crate) mod warm_up;
 pub(crate) mod window;
 
 #[cfg(all(test, shed_loom))]
@@ -79,7 +80,7 @@ pub(crate) struct Inner {
     pub(crate) auto: Option<Box<dyn Controller>>,
     pub(crate) learned: Learned,
     /// The cold-start ramp (see `warm_up.rs`).
-    pub(crate) warm_up: crate::warm_up::WarmUp,
+    pub(crate) warm_up: crate::limiter::warm_up::WarmUp,
 }
 
 /// The service times this limiter learned, per guarded fn. The

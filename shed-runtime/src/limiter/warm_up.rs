@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::limiter::Inner;
+use super::Inner;
 use crate::Limiter;
 
 /// The variable that sets the warm-up: a duration such as `30s` or
