@@ -73,6 +73,8 @@ pub struct Config {
     default_service: Duration,
     sample_every: u32,
     discipline: Discipline,
+    /// Tenants' plans by rank within a class.
+    tiers: crate::tenant::Tiers,
     /// Problems found while reading the environment, reported by the check.
     env_problems: Vec<Problem>,
 }
@@ -107,6 +109,7 @@ impl Config {
             default_service: Duration::from_millis(1),
             sample_every: 64,
             discipline: Discipline::default(),
+            tiers: Default::default(),
             env_problems: Vec::new(),
         }
     }
@@ -298,6 +301,12 @@ impl Config {
     /// any call.
     pub fn retries_yield(mut self, on: bool) -> Self {
         self.discipline.retries_yield = on;
+        self
+    }
+
+    /// Ranks tenants' plans within every class (see [`Tiers`](crate::Tiers)).
+    pub fn tiers(mut self, tiers: crate::tenant::Tiers) -> Self {
+        self.tiers = tiers;
         self
     }
 
@@ -494,7 +503,13 @@ impl Config {
         } else {
             format!("{}x the measured service time", self.auto.wait_factor)
         };
-        format!("shed: {capacity}; {mode}; classes {classes}; default wait budgets {budgets}")
+        let tiers = match self.tiers.plans().next() {
+            Some(_) => format!("; tiers {}", self.tiers),
+            None => String::new(),
+        };
+        format!(
+            "shed: {capacity}; {mode}; classes {classes}; default wait budgets {budgets}{tiers}"
+        )
     }
     /// The class switches of `SHED_CLASSES`, if they are all valid.
     fn valid_switches(&self) -> Vec<(String, bool)> {
@@ -556,7 +571,7 @@ impl Config {
             Some(_) => u64::from(self.auto.max) * 4,
             None => capacity * 4,
         };
-        Limiter::from_parts(
+        let mut limiter = Limiter::from_parts(
             capacity,
             classes,
             self.queue_bound.unwrap_or(bound),
@@ -565,7 +580,11 @@ impl Config {
             self.sample_every,
             self.discipline,
             auto,
-        )
+        );
+        if let Some(inner) = std::sync::Arc::get_mut(&mut limiter.inner) {
+            inner.tiers = self.tiers;
+        }
+        limiter
     }
 
     /// Builds a standalone limiter after checking the configuration on its

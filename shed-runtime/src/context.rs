@@ -20,6 +20,8 @@ pub(crate) struct CallContext {
     deadline: Option<Instant>,
     /// A hash of the caller's tenant key.
     tenant: Option<u64>,
+    /// The caller's tenant's plan (its tier, see [`crate::Tiers`]).
+    plan: Option<Arc<str>>,
 
     /// The caller's attempt number (1 = first; 0 = not known, read as 1).
     attempt: u32,
@@ -50,6 +52,13 @@ pub(crate) fn current_deadline() -> Option<Instant> {
 
 pub(crate) fn current_tenant() -> Option<u64> {
     CONTEXT.try_with(|c| c.tenant).ok().flatten()
+}
+
+/// The caller's tenant hash and plan, for its place in a queue.
+pub(crate) fn current_tenant_plan() -> (Option<u64>, Option<Arc<str>>) {
+    CONTEXT
+        .try_with(|c| (c.tenant, c.plan.clone()))
+        .unwrap_or((None, None))
 }
 
 pub(crate) fn current_attempt() -> u32 {
@@ -94,6 +103,20 @@ pub(crate) fn scope_deadline<F: Future>(
 
 pub(crate) fn scope_tenant<F: Future>(tenant: u64, future: F) -> impl Future<Output = F::Output> {
     scope(move |c| c.tenant = Some(tenant), future)
+}
+
+pub(crate) fn scope_tenant_plan<F: Future>(
+    tenant: u64,
+    plan: Arc<str>,
+    future: F,
+) -> impl Future<Output = F::Output> {
+    scope(
+        move |c| {
+            c.tenant = Some(tenant);
+            c.plan = Some(plan);
+        },
+        future,
+    )
 }
 
 pub(crate) fn scope_attempt<F: Future>(attempt: u32, future: F) -> impl Future<Output = F::Output> {

@@ -64,7 +64,7 @@ pub use overload::{OverloadController, OverloadState};
 pub use policy::{policies, Policy, PolicyTable};
 pub use readiness::Readiness;
 pub use rejected::{FromRejected, Reason, Rejected};
-pub use tenant::with_tenant;
+pub use tenant::{with_tenant, with_tenant_plan, Tiers};
 
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]

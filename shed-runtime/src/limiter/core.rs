@@ -148,7 +148,7 @@ impl Core {
         }
         let rank = state.spec.rank();
         let rank_of = |c: usize| self.classes[c].spec.rank();
-        let evictable = queue.evictable_by(rank_of, rank, waiter.class, waiter.retry);
+        let evictable = queue.evictable_by(rank_of, rank, waiter);
         let room_after_evicting = self
             .queue_bound
             .saturating_sub(queue.queued_weight() - evictable);
@@ -168,9 +168,16 @@ impl Core {
         }
         let mut evicted = false;
         while queue.queued_weight() > self.queue_bound {
-            let victim = queue
-                .evict_for(rank_of, rank, waiter.class, waiter.retry)
-                .expect("checked above: enough weight is evictable");
+            // Checked above that enough weight is evictable; but the
+            // dispatch since may have served a waiter a tenant's fair
+            // share counted on, so the arrival may be the one to go.
+            let victim = match queue.evict_for(rank_of, rank, waiter) {
+                Some(victim) => victim,
+                None => {
+                    queue.remove(waiter);
+                    Arc::clone(waiter)
+                }
+            };
             self.refuse_overflow(&mut queue, &victim, Reason::QueueFull);
             evicted = true;
         }

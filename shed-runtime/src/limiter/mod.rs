@@ -4,6 +4,7 @@
 mod admission;
 pub(crate) mod core;
 pub mod discipline;
+mod fair;
 mod load;
 mod permit;
 pub(crate) mod queue;
@@ -71,6 +72,8 @@ pub(crate) struct Inner {
     /// The default adaptive limit, unless the capacity is fixed.
     pub(crate) auto: Option<crate::adaptive::AutoControl>,
     pub(crate) learned: Learned,
+    /// The tenants' plans, by rank within a class.
+    pub(crate) tiers: crate::tenant::Tiers,
 }
 
 /// The service times this limiter learned, per guarded fn. The
@@ -165,6 +168,7 @@ impl Limiter {
                 totals: crate::metrics::AdmittedTotals::new(classes_len),
                 window: Default::default(),
                 learned: Learned::default(),
+                tiers: Default::default(),
                 auto,
             }),
         }
@@ -487,11 +491,27 @@ impl Held {
         }
         let timer = Admission::timer(gives_up.0);
         let retry = self.core.discipline.retries_yield && crate::context::current_attempt() > 1;
-        let waiter = Waiter::new(class, weight, arrived, Some(gives_up), deadline, retry);
+        let tenant = self.tenant_tag();
+        let waiter = Waiter::for_tenant(
+            class,
+            weight,
+            arrived,
+            Some(gives_up),
+            deadline,
+            retry,
+            tenant,
+        );
         match self.core.enqueue(&waiter) {
             Status::Pending => Admission::waiting(self, waiter, timer, name, expected, stats),
             status => Admission::settled(self, waiter, status, name, expected, stats),
         }
+    }
+
+    /// The caller's tenant and its tier's rank, for its place in the queue.
+    fn tenant_tag(&self) -> self::fair::TenantTag {
+        let (key, plan) = crate::context::current_tenant_plan();
+        let tier = self.tiers.rank(plan.as_deref());
+        self::fair::TenantTag::new(key, tier)
     }
 
     fn expected_service(&self, stats: Option<&'static PolicyStats>) -> Duration {
