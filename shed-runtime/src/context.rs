@@ -22,6 +22,8 @@ pub(crate) struct CallContext {
     tenant: Option<u64>,
     /// The caller's tenant's plan (its tier, see [`crate::Tiers`]).
     plan: Option<Arc<str>>,
+    /// The caller's tenant's name, for the heaviest-tenants summary.
+    name: Option<Arc<str>>,
 
     /// The caller's attempt number (1 = first; 0 = not known, read as 1).
     attempt: u32,
@@ -54,11 +56,12 @@ pub(crate) fn current_tenant() -> Option<u64> {
     CONTEXT.try_with(|c| c.tenant).ok().flatten()
 }
 
-/// The caller's tenant hash and plan, for its place in a queue.
-pub(crate) fn current_tenant_plan() -> (Option<u64>, Option<Arc<str>>) {
+/// The caller's tenant hash, name and plan, for its place in a queue and
+/// the heaviest-tenants tally.
+pub(crate) fn current_tenant_detail() -> (Option<u64>, Option<Arc<str>>, Option<Arc<str>>) {
     CONTEXT
-        .try_with(|c| (c.tenant, c.plan.clone()))
-        .unwrap_or((None, None))
+        .try_with(|c| (c.tenant, c.name.clone(), c.plan.clone()))
+        .unwrap_or((None, None, None))
 }
 
 pub(crate) fn current_attempt() -> u32 {
@@ -102,18 +105,27 @@ pub(crate) fn scope_deadline<F: Future>(
 }
 
 pub(crate) fn scope_tenant<F: Future>(tenant: u64, future: F) -> impl Future<Output = F::Output> {
-    scope(move |c| c.tenant = Some(tenant), future)
+    scope(
+        move |c| {
+            c.tenant = Some(tenant);
+            c.name = None;
+            c.plan = None;
+        },
+        future,
+    )
 }
 
-pub(crate) fn scope_tenant_plan<F: Future>(
+pub(crate) fn scope_tenant_detail<F: Future>(
     tenant: u64,
-    plan: Arc<str>,
+    name: Option<Arc<str>>,
+    plan: Option<Arc<str>>,
     future: F,
 ) -> impl Future<Output = F::Output> {
     scope(
         move |c| {
             c.tenant = Some(tenant);
-            c.plan = Some(plan);
+            c.name = name;
+            c.plan = plan;
         },
         future,
     )

@@ -23,6 +23,7 @@ mod config;
 mod context;
 mod deadline;
 mod estimate;
+mod heavy;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
@@ -54,6 +55,7 @@ pub use config::{
 #[allow(deprecated)]
 pub use deadline::with_timeout;
 pub use deadline::{deadline, with_deadline, with_deadline_in};
+pub use heavy::HeaviestTenants;
 pub use lag::{LagProbe, LagProbeBuilder};
 pub use limiter::discipline::Codel;
 pub use limiter::{Admission, Limiter, Permit};
@@ -64,7 +66,7 @@ pub use overload::{OverloadController, OverloadState};
 pub use policy::{policies, Policy, PolicyTable};
 pub use readiness::Readiness;
 pub use rejected::{FromRejected, Reason, Rejected};
-pub use tenant::{with_tenant, with_tenant_plan, Tiers};
+pub use tenant::{with_tenant, with_tenant_plan, Tenant, Tiers};
 
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]

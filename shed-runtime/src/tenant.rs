@@ -55,12 +55,60 @@ pub fn with_tenant<K: Hash + ?Sized, F: Future>(
 /// # assert!(served);
 /// # }
 /// ```
-pub fn with_tenant_plan<K: Hash + ?Sized, F: Future>(
-    key: &K,
+pub fn with_tenant_plan<F: Future>(
+    key: &str,
     plan: impl Into<Arc<str>>,
     future: F,
 ) -> impl Future<Output = F::Output> {
-    crate::context::scope_tenant_plan(tenant_hash(key), plan.into(), future)
+    Tenant::new(key).plan(plan).scope(future)
+}
+
+/// A caller's tenant as an integration hands it on: its key (named in the
+/// heaviest-tenants summary) and, optionally, its plan (its tier, see
+/// [`Tiers`]). The key must be what authentication established (an API
+/// key's owner, a token's subject), never a header the client chooses.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let tenant = shed_runtime::Tenant::new("customer-42").plan("premium");
+/// assert_eq!(tenant.name(), "customer-42");
+/// tenant.scope(async { /* guarded calls of customer-42 */ }).await;
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tenant {
+    hash: u64,
+    name: Arc<str>,
+    plan: Option<Arc<str>>,
+}
+
+impl Tenant {
+    /// The tenant of `key`; the same key gives the same cohort as
+    /// [`with_tenant`]`(key)`.
+    pub fn new(key: impl Into<Arc<str>>) -> Self {
+        let name = key.into();
+        Self {
+            hash: tenant_hash(&*name),
+            name,
+            plan: None,
+        }
+    }
+
+    /// The tenant's plan (a name listed in the limiter's [`Tiers`]).
+    pub fn plan(mut self, plan: impl Into<Arc<str>>) -> Self {
+        self.plan = Some(plan.into());
+        self
+    }
+
+    /// The tenant's key.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs `future` as this tenant's calls (see [`with_tenant`]).
+    pub fn scope<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
+        crate::context::scope_tenant_detail(self.hash, Some(self.name), self.plan, future)
+    }
 }
 
 /// Tenants' plans, each a rank within every class: while a class's calls

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use shed_runtime::{with_tenant, with_tenant_plan, ClassSpec, Limiter, Tiers};
+use shed_runtime::{with_tenant_plan, ClassSpec, Limiter, Tenant, Tiers};
 
 const CAPACITY: u32 = 10;
 const SERVICE: Duration = Duration::from_millis(10);
@@ -55,7 +55,7 @@ async fn run(limiter: &Limiter, loads: &[Load]) -> Vec<(usize, usize)> {
                 };
                 match (tenant, plan) {
                     (Some(t), Some(p)) => with_tenant_plan(t, p, call).await,
-                    (Some(t), None) => with_tenant(t, call).await,
+                    (Some(t), None) => Tenant::new(t).scope(call).await,
                     _ => call.await,
                 }
             }));
@@ -96,7 +96,8 @@ fn noisy_neighbour(tenants: bool) -> Vec<Load> {
 
 #[tokio::test(start_paused = true)]
 async fn a_noisy_tenant_waits_behind_itself() {
-    let results = run(&limiter(None), &noisy_neighbour(true)).await;
+    let fair = limiter(None);
+    let results = run(&fair, &noisy_neighbour(true)).await;
     let (quiet, noisy) = results.split_at(9);
     let quiet_offered: usize = quiet.iter().map(|r| r.0).sum();
     let quiet_served: usize = quiet.iter().map(|r| r.1).sum();
@@ -115,6 +116,11 @@ async fn a_noisy_tenant_waits_behind_itself() {
         total as f64 >= 0.97 * capacity_calls as f64,
         "{total} of {capacity_calls}"
     );
+
+    // The summary names the noisy tenant, and only a bounded few.
+    let heaviest = fair.take_heaviest_tenants();
+    assert_eq!(heaviest.refused[0].0, "t0", "{heaviest}");
+    assert!(heaviest.refused.len() <= 3 && heaviest.admitted.len() <= 3);
 
     let shared = run(&limiter(None), &noisy_neighbour(false)).await;
     let quiet_shared: usize = shared[..9].iter().map(|r| r.1).sum();

@@ -43,6 +43,8 @@ pub(crate) struct Core {
     /// The most weight that may wait at once.
     pub(crate) queue_bound: u64,
     pub(crate) discipline: Discipline,
+    /// Tenants' calls by class and tier, and the heaviest tenants.
+    pub(crate) tenants: crate::heavy::TenantTally,
 }
 
 enum Grant {
@@ -73,6 +75,7 @@ impl Core {
         let mut by_rank: Vec<usize> = (0..classes.len()).collect();
         by_rank.sort_by_key(|&c| classes[c].spec.rank());
         Self {
+            tenants: crate::heavy::TenantTally::new(classes.len()),
             word: AdmissionWord::new(capacity),
             classes: classes.into_boxed_slice(),
             queue: Mutex::new(WaitQueue::new(by_rank)),
@@ -302,6 +305,7 @@ impl Core {
                         Grant::Granted => {
                             queue.pop(c, end);
                             waiter.grant();
+                            self.tally(&waiter, true);
                         }
                         Grant::NoClassRoom => break,
                         Grant::NoGlobalRoom => {
@@ -431,6 +435,19 @@ impl Core {
     fn refuse(&self, waiter: &Waiter, reason: Reason) {
         self.classes[waiter.class].counters.count_refusal(reason);
         waiter.refuse(reason);
+        self.tally(waiter, false);
+    }
+
+    /// Counts a tenant's waiter admitted or refused (see [`crate::heavy`]).
+    fn tally(&self, waiter: &Waiter, admitted: bool) {
+        if let Some(hash) = waiter.tenant.key {
+            self.tenants.record(
+                (waiter.class, waiter.tenant.tier),
+                (hash, waiter.tenant.name.as_ref()),
+                admitted,
+                waiter.weight.max(1),
+            );
+        }
     }
 
     /// Refuses a waiter that ran out of time or room, which tells the

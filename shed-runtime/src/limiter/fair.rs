@@ -309,6 +309,8 @@ pub(crate) struct TenantTag {
     pub(crate) key: Option<u64>,
     /// Its tier's rank within the class (0 first).
     pub(crate) tier: u8,
+    /// The tenant's name, if known, for the heaviest-tenants summary.
+    pub(crate) name: Option<std::sync::Arc<str>>,
     lane: crate::sync::AtomicU8,
 }
 
@@ -317,8 +319,14 @@ impl TenantTag {
         Self {
             key,
             tier,
+            name: None,
             lane: crate::sync::AtomicU8::new(0),
         }
+    }
+
+    pub(crate) fn named(mut self, name: Option<std::sync::Arc<str>>) -> Self {
+        self.name = name;
+        self
     }
 
     fn set_lane(&self, lane: usize) {

@@ -451,6 +451,11 @@ impl Held {
         }
 
         if let Some(admitted) = self.core.try_acquire(class, weight) {
+            if admitted & self.sample_mask == 0 {
+                // Sampled: a tenant's admissions cost nothing more on the
+                // fast path than the service-time sampling does.
+                self.tally_tenant(class, true, self.sample_mask + 1);
+            }
             let start = match now {
                 Some(at) => Some(at),
                 None if stats.is_some() && admitted & self.sample_mask == 0 => Some(Instant::now()),
@@ -509,9 +514,20 @@ impl Held {
 
     /// The caller's tenant and its tier's rank, for its place in the queue.
     fn tenant_tag(&self) -> self::fair::TenantTag {
-        let (key, plan) = crate::context::current_tenant_plan();
+        let (key, name, plan) = crate::context::current_tenant_detail();
         let tier = self.tiers.rank(plan.as_deref());
-        self::fair::TenantTag::new(key, tier)
+        self::fair::TenantTag::new(key, tier).named(name)
+    }
+
+    /// Counts `count` calls of the caller's tenant, if it has one, in
+    /// `class`: admitted or refused (see [`crate::heavy`]).
+    fn tally_tenant(&self, class: usize, admitted: bool, count: u64) {
+        if let (Some(hash), name, plan) = crate::context::current_tenant_detail() {
+            let tier = self.tiers.rank(plan.as_deref());
+            self.core
+                .tenants
+                .record((class, tier), (hash, name.as_ref()), admitted, count);
+        }
     }
 
     fn expected_service(&self, stats: Option<&'static PolicyStats>) -> Duration {
@@ -543,6 +559,7 @@ impl Held {
             return self.admit_unchecked(class, weight, now, stats, deadline);
         }
         counters.count_refusal(reason);
+        self.tally_tenant(class, false, 1);
         let expected = self.expected_service(stats);
         let rejected = self.rejected(class, reason, name, expected);
         // A deadline refused before any wait is shorter than the call
