@@ -8,7 +8,10 @@
 //! share one (bounded probing, as a hash table does). Lanes with waiters
 //! are served in turn, one call per turn, so a tenant that floods the
 //! class waits behind its own calls while every other tenant is served at
-//! its turn; within a lane, calls are in arrival order.
+//! its turn; within a lane, calls are in arrival order. As in FQ-CoDel, a
+//! lane that was empty (a tenant that sends little) is served before the
+//! lanes that stay busy, once, and then takes its turn with them: the
+//! calls of light tenants wait for one release, not for a whole round.
 //!
 //! Memory and the cost of a dispatch are bounded by the table, never by
 //! the number of tenants: a million distinct keys use the same lanes (the
@@ -54,7 +57,9 @@ struct Lane {
 pub(crate) struct FairBand {
     /// Lane 0 always; the tenant table once a tenant has waited.
     lanes: Vec<Lane>,
-    /// The lanes with waiters, in the order their turns come.
+    /// Lanes that were empty when their first waiter came: served first.
+    fresh: VecDeque<u8>,
+    /// The other lanes with waiters, in the order their turns come.
     turns: VecDeque<u8>,
     len: usize,
     weight: u64,
@@ -114,7 +119,7 @@ impl FairBand {
         self.weight += waiter.weight;
         let waiters = &mut self.lanes[lane].waiters;
         if waiters.is_empty() {
-            self.turns.push_back(lane as u8);
+            self.fresh.push_back(lane as u8);
         }
         if waiters
             .back()
@@ -129,7 +134,18 @@ impl FairBand {
 
     /// The lane whose turn it is.
     fn current(&self) -> Option<&Lane> {
-        self.turns.front().map(|&l| &self.lanes[usize::from(l)])
+        self.fresh
+            .front()
+            .or(self.turns.front())
+            .map(|&l| &self.lanes[usize::from(l)])
+    }
+
+    /// Every lane with waiters.
+    fn active(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        self.fresh
+            .iter()
+            .chain(self.turns.iter())
+            .map(|&l| usize::from(l))
     }
 
     /// The waiter served next: from `end` of the lane whose turn it is.
@@ -143,14 +159,19 @@ impl FairBand {
 
     /// Removes the waiter [`FairBand::peek`] shows; the lane's turn passes.
     pub(crate) fn pop(&mut self, end: End) -> Option<Arc<Waiter>> {
-        let lane = usize::from(*self.turns.front()?);
+        let list = if self.fresh.is_empty() {
+            &mut self.turns
+        } else {
+            &mut self.fresh
+        };
+        let lane = usize::from(*list.front()?);
         let waiters = &mut self.lanes[lane].waiters;
         let waiter = match end {
             End::Front => waiters.pop_front(),
             End::Back => waiters.pop_back(),
         }?;
         let more = !waiters.is_empty();
-        self.turns.pop_front();
+        list.pop_front();
         if more {
             self.turns.push_back(lane as u8);
         }
@@ -160,31 +181,27 @@ impl FairBand {
 
     /// The oldest waiter of the band, in any lane.
     pub(crate) fn oldest(&self) -> Option<&Arc<Waiter>> {
-        self.turns
-            .iter()
-            .filter_map(|&l| self.lanes[usize::from(l)].waiters.front())
+        self.active()
+            .filter_map(|l| self.lanes[l].waiters.front())
             .min_by_key(|w| key(w))
     }
 
     /// Removes the oldest waiter of the band.
     pub(crate) fn pop_oldest(&mut self) -> Option<Arc<Waiter>> {
         let lane = self
-            .turns
-            .iter()
-            .copied()
-            .min_by_key(|&l| self.lanes[usize::from(l)].waiters.front().map(|w| key(w)))?;
-        let waiter = self.lanes[usize::from(lane)].waiters.pop_front()?;
-        self.after_taking(usize::from(lane));
+            .active()
+            .min_by_key(|&l| self.lanes[l].waiters.front().map(|w| key(w)))?;
+        let waiter = self.lanes[lane].waiters.pop_front()?;
+        self.after_taking(lane);
         self.forget(&waiter);
         Some(waiter)
     }
 
     /// How many waiters arrived after `since`.
     pub(crate) fn arrived_after(&self, since: Instant) -> usize {
-        self.turns
-            .iter()
-            .map(|&l| {
-                let waiters = &self.lanes[usize::from(l)].waiters;
+        self.active()
+            .map(|l| {
+                let waiters = &self.lanes[l].waiters;
                 waiters.len() - waiters.partition_point(|w| w.arrived <= since)
             })
             .sum()
@@ -192,9 +209,8 @@ impl FairBand {
 
     /// The lane with the most waiters (the first in turn order on a tie).
     fn longest(&self) -> Option<(usize, usize)> {
-        self.turns
-            .iter()
-            .map(|&l| (usize::from(l), self.lanes[usize::from(l)].waiters.len()))
+        self.active()
+            .map(|l| (l, self.lanes[l].waiters.len()))
             .rev()
             .max_by_key(|&(_, len)| len)
     }
@@ -289,8 +305,10 @@ impl FairBand {
     /// A lane left empty out of turn gives its turn up.
     fn after_taking(&mut self, lane: usize) {
         if self.lanes[lane].waiters.is_empty() {
-            if let Some(at) = self.turns.iter().position(|&l| usize::from(l) == lane) {
-                self.turns.remove(at);
+            for list in [&mut self.fresh, &mut self.turns] {
+                if let Some(at) = list.iter().position(|&l| usize::from(l) == lane) {
+                    list.remove(at);
+                }
             }
         }
     }
@@ -382,7 +400,7 @@ mod tests {
         }
         assert_eq!(band.lane_count(), 1 + TENANT_LANES);
         assert_eq!(band.len, 200);
-        assert!(band.turns.len() <= TENANT_LANES);
+        assert!(band.active().count() <= TENANT_LANES);
     }
 
     #[test]
@@ -406,7 +424,7 @@ mod tests {
         let with_waiters: Vec<usize> = (0..band.lanes.len())
             .filter(|&l| !band.lanes[l].waiters.is_empty())
             .collect();
-        let mut turns: Vec<usize> = band.turns.iter().map(|&l| usize::from(l)).collect();
+        let mut turns: Vec<usize> = band.active().collect();
         turns.sort_unstable();
         assert_eq!(turns, with_waiters);
         let len: usize = band.lanes.iter().map(|l| l.waiters.len()).sum();
@@ -457,8 +475,8 @@ mod tests {
                         queued.push(w);
                     }
                     Op::Pop(front) => {
-                        let lanes_before = band.turns.len();
-                        let turn = band.turns.front().copied();
+                        let lanes_before = band.active().count();
+                        let turn = band.fresh.front().or(band.turns.front()).copied();
                         let end = if front { End::Front } else { End::Back };
                         let shown = band.peek(end).cloned();
                         let popped = band.pop(end);
@@ -467,7 +485,7 @@ mod tests {
                             queued.retain(|q| !Arc::ptr_eq(q, &w));
                             // The lane's turn passed: it is last now, or gone.
                             if band.lanes[usize::from(turn)].waiters.is_empty() {
-                                assert_eq!(band.turns.len(), lanes_before - 1);
+                                assert_eq!(band.active().count(), lanes_before - 1);
                             } else {
                                 assert_eq!(band.turns.back(), Some(&turn));
                             }
