@@ -131,6 +131,16 @@ pub(crate) fn scope_tenant_detail<F: Future>(
     )
 }
 
+/// Runs `f` (which decides an admission, synchronously) as a call of
+/// `tenant`, with no plan or name (the macro's `tenant = ...`).
+pub(crate) fn sync_scope_tenant<R>(tenant: u64, f: impl FnOnce() -> R) -> R {
+    let mut context = CONTEXT.try_with(CallContext::clone).unwrap_or_default();
+    context.tenant = Some(tenant);
+    context.name = None;
+    context.plan = None;
+    CONTEXT.sync_scope(context, f)
+}
+
 pub(crate) fn scope_attempt<F: Future>(attempt: u32, future: F) -> impl Future<Output = F::Output> {
     scope(move |c| c.attempt = attempt, future)
 }

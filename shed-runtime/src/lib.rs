@@ -73,6 +73,14 @@ pub use tenant::{with_tenant, with_tenant_plan, Tenant, Tiers};
 pub mod __private {
     pub use crate::limiter::{admit, count_fallback, Decision};
 
+    /// [`admit`] as a call of tenant `key` (`#[shed(tenant = ...)]`).
+    pub fn admit_for_tenant<K: core::hash::Hash + ?Sized>(
+        policy: &'static Policy,
+        key: &K,
+    ) -> Decision {
+        crate::context::sync_scope_tenant(crate::tenant::tenant_hash(key), || admit(policy))
+    }
+
     /// The value a refused call returns, in the fn's own return type.
     #[inline]
     pub fn refuse<T: crate::FromRejected>(rejected: crate::Rejected) -> T {

@@ -163,3 +163,50 @@ async fn premium_is_served_while_free_absorbs_the_shedding() {
         "free absorbs the shedding: {free:?}"
     );
 }
+
+/// A tenant among `n` for the `i`-th call, Zipf-distributed (s = 1):
+/// P(rank <= k) = ln k / ln n, so a few tenants send most calls.
+fn zipf(i: u64, n: u64) -> u64 {
+    let u = (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11) as f64 / (1u64 << 53) as f64;
+    ((n as f64).powf(u) as u64).clamp(1, n)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hundred_thousand_tenants_lose_no_goodput() {
+    // Twice the capacity, every call its Zipf-drawn tenant's.
+    let goodput = |tenants: bool| async move {
+        let limiter = limiter(None);
+        let served = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        let every = SERVICE / CAPACITY / 2;
+        for i in 0..(RUN.as_nanos() / every.as_nanos()) as u64 {
+            let (limiter, served) = (limiter.clone(), served.clone());
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep(every * i as u32).await;
+                let call = async {
+                    if let Ok(_permit) = limiter.acquire("api", 1, "call").await {
+                        tokio::time::sleep(SERVICE).await;
+                        served.fetch_add(1, Ordering::Relaxed);
+                    }
+                };
+                if tenants {
+                    Tenant::new(format!("tenant-{}", zipf(i, 100_000)))
+                        .scope(call)
+                        .await
+                } else {
+                    call.await
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        served.load(Ordering::Relaxed)
+    };
+    let (single, many) = (goodput(false).await, goodput(true).await);
+    eprintln!("goodput: one tenant {single}, 100,000 tenants {many}");
+    assert!(
+        (many as f64 - single as f64).abs() <= 0.01 * single as f64,
+        "{many} vs {single}"
+    );
+}
