@@ -109,6 +109,7 @@ pub use shed_runtime::{
     DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
 };
 pub use shed_runtime::{with_attempt, with_tenant};
+pub use shed_runtime::{with_tenant_plan, HeaviestTenants, Tenant, Tiers};
 
 #[allow(deprecated)]
 pub use shed_runtime::with_timeout;

@@ -42,6 +42,8 @@
 
 #[path = "conn.rs"]
 pub mod conn;
+#[path = "tenants.rs"]
+pub mod tenants;
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -190,7 +192,9 @@ pub fn routes() -> &'static Routes {
 
 /// The public router, guarded by the shed layer.
 pub fn router(app: App) -> Router {
-    let layer = ShedLayer::new(routes().clone()).limiter(app.limiter.clone());
+    let layer = ShedLayer::new(routes().clone())
+        .limiter(app.limiter.clone())
+        .tenant(tenants::tenant_of);
     Router::new()
         .route(
             "/orders/{id}",
@@ -220,6 +224,8 @@ pub fn router(app: App) -> Router {
             }),
         )
         .layer(layer)
+        // Runs first: the shed layer reads the key's owner it records.
+        .layer(axum::middleware::from_fn(tenants::authenticate))
         .with_state(app)
 }
 
@@ -292,6 +298,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let limiter = shed::Config::from_env()
         .capacity(16)
+        .tiers(shed::Tiers::new(["premium", "free"]))
         .install()
         .map_err(|problems| format!("{problems}"))?
         .clone();

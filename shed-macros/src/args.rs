@@ -7,7 +7,7 @@ use syn::{LitInt, LitStr};
 
 use crate::duration;
 
-const KEYS: &str = "`class`, `max_wait`, `weight`, `name`, `fallback`, `crate`";
+const KEYS: &str = "`class`, `max_wait`, `weight`, `name`, `fallback`, `tenant`, `crate`";
 
 /// What the attribute says, with defaults filled in by the expansion.
 #[derive(Default)]
@@ -18,6 +18,8 @@ pub(crate) struct Args {
     pub(crate) name: Option<LitStr>,
     pub(crate) krate: Option<syn::Path>,
     pub(crate) fallback: Option<syn::ExprPath>,
+    /// The caller's tenant: an expression over the fn's arguments.
+    pub(crate) tenant: Option<syn::Expr>,
     /// Keys seen so far, to reject duplicates.
     seen: Vec<String>,
 }
@@ -66,7 +68,9 @@ impl Args {
                 let path = &meta.path;
                 quote::quote!(#path).to_string().replace(' ', "")
             });
-        let known = ["class", "max_wait", "weight", "name", "fallback", "crate"];
+        let known = [
+            "class", "max_wait", "weight", "name", "fallback", "tenant", "crate",
+        ];
         if !known.contains(&key.as_str()) {
             return Err(meta.error(format!("unknown key `{key}`; valid keys are {KEYS}")));
         }
@@ -126,6 +130,15 @@ impl Args {
                         "expected the path of an async fn with the same arguments, like `fallback = cached_results` or `fallback = Self::cached`",
                     ))
                 }
+            },
+            "tenant" => match value {
+                syn::Expr::Lit(lit) => {
+                    return Err(syn::Error::new_spanned(
+                        lit,
+                        "a literal tenant is the same for every call: write an expression over the fn's arguments, like `tenant = account.id` (without `tenant`, the caller's task-local tenant applies)",
+                    ))
+                }
+                other => self.tenant = Some(other),
             },
             "crate" => {
                 let lit: LitStr = literal(&value).map_err(|e| {

@@ -195,6 +195,12 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
         }},
         _ => quote!(return #refuse),
     };
+    // With `tenant`, the admission is the tenant's (evaluated by reference,
+    // so no argument is moved); without, the task's tenant, if any.
+    let admit = match &args.tenant {
+        Some(tenant) => quote!(#private::admit_for_tenant(&#policy, &(#tenant))),
+        None => quote!(#private::admit(&#policy)),
+    };
     let prelude = quote! {
         let #permit = {
             #import
@@ -205,7 +211,7 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
             #private::inventory::submit! {
                 #private::Registration(&#policy)
             }
-            match #private::admit(&#policy) {
+            match #admit {
                 #private::Decision::Admitted(#permit) => #permit,
                 #private::Decision::Refused(#rejected) => #on_refusal,
                 #private::Decision::Wait(#admission) => match #admission.await {

@@ -81,6 +81,8 @@ pub struct Config {
     default_service: Duration,
     sample_every: u32,
     discipline: Discipline,
+    /// Tenants' plans by rank within a class.
+    tiers: crate::tenant::Tiers,
     /// Problems found while reading the environment, reported by the check.
     env_problems: Vec<Problem>,
     /// The cold-start ramp's length, if any (see [`Config::warm_up`]).
@@ -107,6 +109,7 @@ impl Config {
             default_service: Duration::from_millis(1),
             sample_every: 64,
             discipline: Discipline::default(),
+            tiers: Default::default(),
             env_problems: Vec::new(),
             warm_up: None,
         }
@@ -251,6 +254,12 @@ impl Config {
         self
     }
 
+    /// Ranks tenants' plans within every class (see [`Tiers`](crate::Tiers)).
+    pub fn tiers(mut self, tiers: crate::tenant::Tiers) -> Self {
+        self.tiers = tiers;
+        self
+    }
+
     /// The configured classes, in order.
     pub fn class_specs(&self) -> &[ClassSpec] {
         &self.classes
@@ -302,7 +311,7 @@ impl Config {
             Some(_) => u64::from(self.auto.max) * 4,
             None => capacity * 4,
         };
-        let limiter = Limiter::from_parts(
+        let mut limiter = Limiter::from_parts(
             capacity,
             classes,
             self.queue_bound.unwrap_or(bound),
@@ -312,6 +321,9 @@ impl Config {
             self.discipline,
             auto,
         );
+        if let Some(inner) = std::sync::Arc::get_mut(&mut limiter.inner) {
+            inner.tiers = self.tiers;
+        }
         crate::limiter::warm_up::configure(&limiter, self.env.warm_up.or(self.warm_up));
         limiter
     }

@@ -24,6 +24,10 @@ pub(crate) struct CallContext {
     deadline: Option<Instant>,
     /// A hash of the caller's tenant key.
     tenant: Option<u64>,
+    /// The caller's tenant's plan (its tier, see [`crate::Tiers`]).
+    plan: Option<Arc<str>>,
+    /// The caller's tenant's name, for the heaviest-tenants summary.
+    name: Option<Arc<str>>,
 
     /// The caller's attempt number (1 = first; 0 = not known, read as 1).
     attempt: u32,
@@ -47,6 +51,14 @@ pub(crate) fn current_deadline() -> Option<Instant> {
 
 pub(crate) fn current_tenant() -> Option<u64> {
     CONTEXT.try_with(|c| c.tenant).ok().flatten()
+}
+
+/// The caller's tenant hash, name and plan, for its place in a queue and
+/// the heaviest-tenants tally.
+pub(crate) fn current_tenant_detail() -> (Option<u64>, Option<Arc<str>>, Option<Arc<str>>) {
+    CONTEXT
+        .try_with(|c| (c.tenant, c.name.clone(), c.plan.clone()))
+        .unwrap_or((None, None, None))
 }
 
 pub(crate) fn current_attempt() -> u32 {
@@ -90,7 +102,40 @@ pub(crate) fn scope_deadline<F: Future>(
 }
 
 pub(crate) fn scope_tenant<F: Future>(tenant: u64, future: F) -> impl Future<Output = F::Output> {
-    scope(move |c| c.tenant = Some(tenant), future)
+    scope(
+        move |c| {
+            c.tenant = Some(tenant);
+            c.name = None;
+            c.plan = None;
+        },
+        future,
+    )
+}
+
+pub(crate) fn scope_tenant_detail<F: Future>(
+    tenant: u64,
+    name: Option<Arc<str>>,
+    plan: Option<Arc<str>>,
+    future: F,
+) -> impl Future<Output = F::Output> {
+    scope(
+        move |c| {
+            c.tenant = Some(tenant);
+            c.name = name;
+            c.plan = plan;
+        },
+        future,
+    )
+}
+
+/// Runs `f` (which decides an admission, synchronously) as a call of
+/// `tenant`, with no plan or name (the macro's `tenant = ...`).
+pub(crate) fn sync_scope_tenant<R>(tenant: u64, f: impl FnOnce() -> R) -> R {
+    let mut context = CONTEXT.try_with(CallContext::clone).unwrap_or_default();
+    context.tenant = Some(tenant);
+    context.name = None;
+    context.plan = None;
+    CONTEXT.sync_scope(context, f)
 }
 
 pub(crate) fn scope_attempt<F: Future>(attempt: u32, future: F) -> impl Future<Output = F::Output> {

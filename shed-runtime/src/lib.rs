@@ -87,6 +87,7 @@ pub use deadline::with_timeout;
 pub use deadline::{deadline, with_deadline, with_deadline_in};
 pub use lag::{LagProbe, LagProbeBuilder};
 pub use limiter::discipline::Codel;
+pub use limiter::heavy::HeaviestTenants;
 pub use limiter::warm_up::ENV_WARM_UP;
 pub use limiter::{Admission, Limiter, Permit};
 pub use load_report::{LoadReport, LoadReporter};
@@ -96,12 +97,20 @@ pub use overload::{OverloadController, OverloadState};
 pub use policy::{policies, Policy, PolicyTable};
 pub use readiness::Readiness;
 pub use rejected::{FromRejected, Reason, Rejected};
-pub use tenant::with_tenant;
+pub use tenant::{with_tenant, with_tenant_plan, Tenant, Tiers};
 
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::guard::{admit, count_fallback, Decision};
+
+    /// [`admit`] as a call of tenant `key` (`#[shed(tenant = ...)]`).
+    pub fn admit_for_tenant<K: core::hash::Hash + ?Sized>(
+        policy: &'static Policy,
+        key: &K,
+    ) -> Decision {
+        crate::context::sync_scope_tenant(crate::tenant::tenant_hash(key), || admit(policy))
+    }
 
     /// The value a refused call returns, in the fn's own return type.
     #[inline]

@@ -21,6 +21,7 @@
 //! | `shed_served_in_time_total` | counter | calls with a deadline that finished before it |
 //! | `shed_late_total` | counter | calls with a deadline that finished after it: wasted work |
 //! | `shed_fallback_total` | counter | refusals answered by a `fallback` fn instead |
+//! | `shed_tier_admitted_total`, `shed_tier_refused_total` | counter | tenants' calls per class and `tier` (the plan; never a label per tenant) |
 //! | `shed_refused_total` | counter | calls refused, by `reason` |
 //! | `shed_observed_refusals_total` | counter | refusals that observe mode let through, by `reason` |
 //! | `shed_class_in_flight` | gauge | weight held by the class |
@@ -215,6 +216,7 @@ impl Limiter {
                 }
             }
         }
+        self.publish_tier_metrics(&base);
     }
 }
 
@@ -354,8 +356,13 @@ pub fn spawn_reporter(limiter: Limiter, every: Duration) -> tokio::task::JoinHan
             };
             let active = shedding_since.map_or(0.0, |since| (at - since + every).as_secs_f64());
             metrics::gauge!("shed_shedding_active_seconds", limiter.base_labels()).set(active);
+            let heaviest = limiter.take_heaviest_tenants();
             if let Some(line) = line {
-                tracing::info!(target: "shed::summary", "{line}");
+                if heaviest.refused.is_empty() && heaviest.admitted.is_empty() {
+                    tracing::info!(target: "shed::summary", "{line}");
+                } else {
+                    tracing::info!(target: "shed::summary", "{line}; {heaviest}");
+                }
             }
             last = now;
         }

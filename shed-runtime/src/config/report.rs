@@ -55,7 +55,13 @@ impl Config {
         } else {
             format!("{}x the measured service time", self.auto.wait_factor)
         };
-        format!("shed: {capacity}; {mode}; classes {classes}; default wait budgets {budgets}")
+        let tiers = match self.tiers.plans().next() {
+            Some(_) => format!("; tiers {}", self.tiers),
+            None => String::new(),
+        };
+        format!(
+            "shed: {capacity}; {mode}; classes {classes}; default wait budgets {budgets}{tiers}"
+        )
     }
 }
 

@@ -254,6 +254,19 @@ pub struct ShedLayer<C> {
     counters: Arc<HttpCounters>,
     attempts: AttemptHeaders,
     retries: RetryStats,
+    tenant: Option<TenantOf>,
+}
+
+/// The service's function from a request to its caller's tenant.
+#[derive(Clone)]
+struct TenantOf(Arc<TenantFn>);
+
+type TenantFn = dyn Fn(&http::request::Parts) -> Option<crate::Tenant> + Send + Sync;
+
+impl std::fmt::Debug for TenantOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TenantOf(..)")
+    }
 }
 
 impl<C> ShedLayer<C> {
@@ -268,7 +281,25 @@ impl<C> ShedLayer<C> {
             counters: Arc::default(),
             attempts: AttemptHeaders::default(),
             retries: RetryStats::default(),
+            tenant: None,
         }
+    }
+
+    /// The caller's tenant of each request: a function of the request as
+    /// it reaches this layer, which must sit *after* authentication, so
+    /// the function reads what authentication established (an extension
+    /// holding the API key's owner or the token's subject), never a header
+    /// the client chooses. Guarded calls of the request (the route's and
+    /// the handler's `#[shed]` fns) are then that tenant's: fair among
+    /// tenants inside a class, ranked by plan, shed by cohort (see
+    /// [`crate::Tenant`]). Default: none, every request is the anonymous
+    /// tenant's.
+    pub fn tenant(
+        mut self,
+        tenant_of: impl Fn(&http::request::Parts) -> Option<crate::Tenant> + Send + Sync + 'static,
+    ) -> Self {
+        self.tenant = Some(TenantOf(Arc::new(tenant_of)));
+        self
     }
 
     /// Where request deadlines come from (default: `x-request-timeout` and
@@ -385,6 +416,14 @@ where
                 Ok(response.map(GuardedBody::unguarded))
             });
         }
+        let (request, tenant) = match &self.layer.tenant {
+            Some(TenantOf(tenant_of)) => {
+                let (parts, body) = request.into_parts();
+                let tenant = tenant_of(&parts);
+                (Request::from_parts(parts, body), tenant)
+            }
+            None => (request, None),
+        };
         let arrived = Instant::now();
         // Only a deadline the client asked for goes into the task: without
         // one, nested `#[shed]` calls keep their clock-free fast path. The
@@ -452,8 +491,14 @@ where
         let scoped = self.layer.limiter.clone();
         Box::pin(async move {
             let work = crate::with_attempt(attempt, async move {
-                match requested {
-                    Some(_) => crate::with_deadline(deadline, work).await,
+                let work = async move {
+                    match requested {
+                        Some(_) => crate::with_deadline(deadline, work).await,
+                        None => work.await,
+                    }
+                };
+                match tenant {
+                    Some(tenant) => tenant.scope(work).await,
                     None => work.await,
                 }
             });

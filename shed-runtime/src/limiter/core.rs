@@ -43,6 +43,8 @@ pub(crate) struct Core {
     /// The most weight that may wait at once.
     pub(crate) queue_bound: u64,
     pub(crate) discipline: Discipline,
+    /// Tenants' calls by class and tier, and the heaviest tenants.
+    pub(crate) tenants: crate::limiter::heavy::TenantTally,
 }
 
 enum Grant {
@@ -73,6 +75,7 @@ impl Core {
         let mut by_rank: Vec<usize> = (0..classes.len()).collect();
         by_rank.sort_by_key(|&c| classes[c].spec.rank());
         Self {
+            tenants: crate::limiter::heavy::TenantTally::new(classes.len()),
             word: AdmissionWord::new(capacity),
             classes: classes.into_boxed_slice(),
             queue: Mutex::new(WaitQueue::new(by_rank)),
@@ -148,7 +151,7 @@ impl Core {
         }
         let rank = state.spec.rank();
         let rank_of = |c: usize| self.classes[c].spec.rank();
-        let evictable = queue.evictable_by(rank_of, rank, waiter.class, waiter.retry);
+        let evictable = queue.evictable_by(rank_of, rank, waiter);
         let room_after_evicting = self
             .queue_bound
             .saturating_sub(queue.queued_weight() - evictable);
@@ -168,9 +171,16 @@ impl Core {
         }
         let mut evicted = false;
         while queue.queued_weight() > self.queue_bound {
-            let victim = queue
-                .evict_for(rank_of, rank, waiter.class, waiter.retry)
-                .expect("checked above: enough weight is evictable");
+            // Checked above that enough weight is evictable; but the
+            // dispatch since may have served a waiter a tenant's fair
+            // share counted on, so the arrival may be the one to go.
+            let victim = match queue.evict_for(rank_of, rank, waiter) {
+                Some(victim) => victim,
+                None => {
+                    queue.remove(waiter);
+                    Arc::clone(waiter)
+                }
+            };
             self.refuse_overflow(&mut queue, &victim, Reason::QueueFull);
             evicted = true;
         }
@@ -295,6 +305,7 @@ impl Core {
                         Grant::Granted => {
                             queue.pop(c, end);
                             waiter.grant();
+                            self.tally(&waiter, true);
                         }
                         Grant::NoClassRoom => break,
                         Grant::NoGlobalRoom => {
@@ -424,6 +435,19 @@ impl Core {
     fn refuse(&self, waiter: &Waiter, reason: Reason) {
         self.classes[waiter.class].counters.count_refusal(reason);
         waiter.refuse(reason);
+        self.tally(waiter, false);
+    }
+
+    /// Counts a tenant's waiter admitted or refused (see [`heavy`](crate::limiter::heavy)).
+    fn tally(&self, waiter: &Waiter, admitted: bool) {
+        if let Some(hash) = waiter.tenant.key {
+            self.tenants.record(
+                (waiter.class, waiter.tenant.tier),
+                (hash, waiter.tenant.name.as_ref()),
+                admitted,
+                waiter.weight.max(1),
+            );
+        }
     }
 
     /// Refuses a waiter that ran out of time or room, which tells the

@@ -341,3 +341,39 @@ fn loom_a_class_switched_off_never_keeps_a_call_that_queues_meanwhile() {
         assert_idle(&core);
     });
 }
+
+/// Two tenants' waiters in their own lanes; one tenant's waiter is
+/// cancelled while the holder releases: the other tenant's waiter is
+/// granted exactly once and nothing leaks, whichever lane's turn it was.
+#[test]
+fn loom_a_cancel_in_one_lane_racing_a_release_strands_no_other_lane() {
+    use super::fair::TenantTag;
+    loom::model(|| {
+        let core = core(1, 1.0);
+        assert!(core.try_acquire(0, 1).is_some());
+        let tagged = |tenant: u64| {
+            Waiter::for_tenant(
+                0,
+                1,
+                Instant::now(),
+                None,
+                None,
+                false,
+                TenantTag::new(Some(tenant), 0),
+            )
+        };
+        let (first, second) = (tagged(1), tagged(2));
+        assert_eq!(core.enqueue(&first), Status::Pending);
+        assert_eq!(core.enqueue(&second), Status::Pending);
+        let releaser = {
+            let core = core.clone();
+            thread::spawn(move || core.release(0, 1))
+        };
+        core.abandon(&first);
+        releaser.join().unwrap();
+        // The slot went to `second`, or to `first` and straight back.
+        assert_eq!(second.status(), Status::Granted);
+        core.release(0, 1);
+        assert_idle(&core);
+    });
+}

@@ -7,6 +7,8 @@ pub(crate) mod controller;
 pub(crate) mod core;
 pub(crate) mod counters;
 pub mod discipline;
+mod fair;
+pub(crate) mod heavy;
 mod load;
 mod permit;
 pub(crate) mod queue;
@@ -81,6 +83,8 @@ pub(crate) struct Inner {
     pub(crate) learned: Learned,
     /// The cold-start ramp (see `warm_up.rs`).
     pub(crate) warm_up: crate::limiter::warm_up::WarmUp,
+    /// The tenants' plans, by rank within a class.
+    pub(crate) tiers: crate::tenant::Tiers,
 }
 
 /// The service times this limiter learned, per guarded fn. The
@@ -168,6 +172,7 @@ impl Limiter {
                 totals: AdmittedTotals::new(classes_len),
                 window: Default::default(),
                 learned: Learned::default(),
+                tiers: Default::default(),
                 auto,
                 warm_up: Default::default(),
             }),
@@ -427,6 +432,11 @@ impl Held {
         }
 
         if let Some(admitted) = held.core.try_acquire(class, weight) {
+            if admitted & held.sample_mask == 0 {
+                // Sampled: a tenant's admissions cost nothing more on the
+                // fast path than the service-time sampling does.
+                held.tally_tenant(class, true, held.sample_mask + 1);
+            }
             let start = match now {
                 Some(at) => Some(at),
                 None if stats.is_some() && admitted & held.sample_mask == 0 => Some(Instant::now()),
@@ -481,10 +491,37 @@ impl Held {
         }
         let timer = Admission::timer(gives_up.0);
         let retry = held.core.discipline.retries_yield && crate::context::current_attempt() > 1;
-        let waiter = Waiter::new(class, weight, arrived, Some(gives_up), deadline, retry);
+        let tenant = held.tenant_tag();
+        let waiter = Waiter::for_tenant(
+            class,
+            weight,
+            arrived,
+            Some(gives_up),
+            deadline,
+            retry,
+            tenant,
+        );
         match held.core.enqueue(&waiter) {
             Status::Pending => Admission::waiting(held, waiter, timer, name, expected, stats),
             status => Admission::settled(held, waiter, status, name, expected, stats),
+        }
+    }
+
+    /// The caller's tenant and its tier's rank, for its place in the queue.
+    fn tenant_tag(&self) -> self::fair::TenantTag {
+        let (key, name, plan) = crate::context::current_tenant_detail();
+        let tier = self.tiers.rank(plan.as_deref());
+        self::fair::TenantTag::new(key, tier).named(name)
+    }
+
+    /// Counts `count` calls of the caller's tenant, if it has one, in
+    /// `class`: admitted or refused (see [`heavy`](crate::limiter::heavy)).
+    fn tally_tenant(&self, class: usize, admitted: bool, count: u64) {
+        if let (Some(hash), name, plan) = crate::context::current_tenant_detail() {
+            let tier = self.tiers.rank(plan.as_deref());
+            self.core
+                .tenants
+                .record((class, tier), (hash, name.as_ref()), admitted, count);
         }
     }
 
@@ -517,6 +554,7 @@ impl Held {
             return self.admit_unchecked(class, weight, now, stats, deadline);
         }
         counters.count_refusal(reason);
+        self.tally_tenant(class, false, 1);
         let expected = self.expected_service(stats);
         let rejected = self.rejected(class, reason, name, expected);
         // A deadline refused before any wait is shorter than the call

@@ -1,11 +1,15 @@
-//! The bounded wait queue: one FIFO per class, served by rank, plus the
+//! The bounded wait queue: one queue per class, served by rank, plus the
 //! waiter nodes shared between a waiting future and the dispatcher.
+//!
+//! A class's queue is a list of bands served in order: each tier's first
+//! attempts, then its retries (see [`ClassQueue`]); each band is fair
+//! across tenants ([`super::fair`]).
 
-use std::collections::VecDeque;
 use std::task::Waker;
 
 use tokio::time::Instant;
 
+use super::fair::{key, FairBand, TenantTag};
 use crate::rejected::Reason;
 use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering, WakerSlot};
 
@@ -36,6 +40,8 @@ pub(crate) struct Waiter {
     /// A retry of the caller's request, served after the class's first
     /// attempts (when the limiter lets retries yield).
     pub(crate) retry: bool,
+    /// The caller's tenant and tier, and its lane in the queue.
+    pub(crate) tenant: TenantTag,
     /// The order in which it was queued: with `arrived`, its place in its
     /// class's queue (set under the queue lock).
     seq: AtomicU64,
@@ -44,6 +50,8 @@ pub(crate) struct Waiter {
 }
 
 impl Waiter {
+    /// A waiter without a tenant.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn new(
         class: usize,
         weight: u64,
@@ -52,6 +60,27 @@ impl Waiter {
         deadline: Option<Instant>,
         retry: bool,
     ) -> Arc<Self> {
+        Self::for_tenant(
+            class,
+            weight,
+            arrived,
+            gives_up,
+            deadline,
+            retry,
+            TenantTag::new(None, 0),
+        )
+    }
+
+    /// A waiter of a tenant (see [`TenantTag`]).
+    pub(crate) fn for_tenant(
+        class: usize,
+        weight: u64,
+        arrived: Instant,
+        gives_up: Option<(Instant, Reason)>,
+        deadline: Option<Instant>,
+        retry: bool,
+        tenant: TenantTag,
+    ) -> Arc<Self> {
         Arc::new(Self {
             class,
             weight,
@@ -59,10 +88,20 @@ impl Waiter {
             gives_up,
             deadline,
             retry,
+            tenant,
             seq: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
             waker: WakerSlot::new(),
         })
+    }
+
+    /// Its queueing order (set under the queue lock).
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_seq(&self, seq: u64) {
+        self.seq.store(seq, Ordering::Relaxed);
     }
 
     pub(crate) fn status(&self) -> Status {
@@ -109,48 +148,59 @@ pub(crate) enum End {
     Back,
 }
 
-/// The waiters of one class: first attempts, then retries, each in
-/// arrival order.
+/// The waiters of one class, in bands served in order: tier 0's first
+/// attempts, tier 0's retries, tier 1's first attempts, and so on (a
+/// tier is a rank within the class; retries yield within their tier).
+/// Without tiers or retries there is one band; without tenants a band is
+/// one FIFO.
 #[derive(Debug, Default)]
 struct ClassQueue {
-    first: VecDeque<Arc<Waiter>>,
-    retries: VecDeque<Arc<Waiter>>,
+    bands: Vec<FairBand>,
+    len: usize,
+    weight: u64,
 }
 
-/// A waiter's place: arrival, then queueing order.
-fn key(waiter: &Waiter) -> (Instant, u64) {
-    (waiter.arrived, waiter.seq.load(Ordering::Relaxed))
+/// The band of a waiter of `tier`, a `retry` or not.
+fn band_of(waiter: &Waiter) -> usize {
+    usize::from(waiter.tenant.tier) * 2 + usize::from(waiter.retry)
 }
 
 impl ClassQueue {
-    fn band(&mut self, retry: bool) -> &mut VecDeque<Arc<Waiter>> {
-        if retry {
-            &mut self.retries
-        } else {
-            &mut self.first
+    fn band(&mut self, index: usize) -> &mut FairBand {
+        if self.bands.len() <= index {
+            self.bands.resize_with(index + 1, FairBand::default);
         }
+        &mut self.bands[index]
     }
 
     fn is_empty(&self) -> bool {
-        self.first.is_empty() && self.retries.is_empty()
+        self.len == 0
     }
 
-    /// The band served next: first attempts while there are any.
-    fn served(&self) -> &VecDeque<Arc<Waiter>> {
-        if self.first.is_empty() {
-            &self.retries
-        } else {
-            &self.first
-        }
+    /// The band served next: the first with waiters.
+    fn served(&self) -> Option<usize> {
+        self.bands.iter().position(|b| !b.is_empty())
     }
 
-    /// Whether the oldest waiter of the class is a retry.
-    fn oldest_is_retry(&self) -> bool {
-        match (self.first.front(), self.retries.front()) {
-            (Some(first), Some(retry)) => key(retry) < key(first),
-            (None, Some(_)) => true,
-            _ => false,
-        }
+    /// The band holding the class's oldest waiter.
+    fn oldest(&self) -> Option<usize> {
+        (0..self.bands.len())
+            .filter_map(|i| self.bands[i].oldest().map(|w| (key(w), i)))
+            .min()
+            .map(|(_, i)| i)
+    }
+
+    /// The last band with waiters after band `after` (all bands if `None`).
+    fn last_after(&self, after: Option<usize>) -> Option<usize> {
+        let from = after.map_or(0, |a| a + 1);
+        (from..self.bands.len())
+            .rev()
+            .find(|&i| !self.bands[i].is_empty())
+    }
+
+    /// The weight of the bands served after band `own`.
+    fn weight_after(&self, own: usize) -> u64 {
+        self.bands.iter().skip(own + 1).map(FairBand::weight).sum()
     }
 }
 
@@ -165,9 +215,6 @@ pub(crate) struct WaitQueue {
     /// configuration order.
     pub(crate) by_rank: Vec<usize>,
     queued_weight: u64,
-    /// The weight queued in each class, and in its retries.
-    class_weight: Vec<u64>,
-    retry_weight: Vec<u64>,
     len: usize,
     /// Sequence numbers handed out by [`WaitQueue::push`].
     next_seq: u64,
@@ -183,8 +230,6 @@ impl WaitQueue {
         Self {
             per_class: by_rank.iter().map(|_| ClassQueue::default()).collect(),
             class_flags: by_rank.iter().map(|_| false).collect(),
-            class_weight: by_rank.iter().map(|_| 0).collect(),
-            retry_weight: by_rank.iter().map(|_| 0).collect(),
             codel: Default::default(),
             by_rank,
             queued_weight: 0,
@@ -206,29 +251,19 @@ impl WaitQueue {
         self.queued_weight
     }
 
-    /// Queues `waiter` in arrival order within its class and band. Arrival
-    /// times are read before the lock is taken, so a caller can be
+    /// Queues `waiter` in arrival order within its class, band and lane.
+    /// Arrival times are read before the lock is taken, so a caller can be
     /// overtaken on the way in; it is then placed by its arrival, keeping
-    /// each band sorted (which the searches below rely on).
+    /// each lane sorted (which the searches rely on).
     pub(crate) fn push(&mut self, waiter: Arc<Waiter>) {
         self.queued_weight += waiter.weight;
-        self.class_weight[waiter.class] += waiter.weight;
-        if waiter.retry {
-            self.retry_weight[waiter.class] += waiter.weight;
-        }
         self.len += 1;
-        waiter.seq.store(self.next_seq, Ordering::Relaxed);
+        waiter.set_seq(self.next_seq);
         self.next_seq += 1;
-        let band = self.per_class[waiter.class].band(waiter.retry);
-        if band
-            .back()
-            .is_none_or(|last| last.arrived <= waiter.arrived)
-        {
-            band.push_back(waiter);
-        } else {
-            let at = band.partition_point(|w| w.arrived <= waiter.arrived);
-            band.insert(at, waiter);
-        }
+        let queue = &mut self.per_class[waiter.class];
+        queue.len += 1;
+        queue.weight += waiter.weight;
+        queue.band(band_of(&waiter)).push(waiter);
     }
 
     /// Whether `class` has queued waiters.
@@ -236,21 +271,28 @@ impl WaitQueue {
         !self.per_class[class].is_empty()
     }
 
-    /// The weight an arrival of `class` (ranked `rank`, a `retry` or not)
-    /// may evict: every waiter of a class ranked below it, and the
-    /// retries of its own class if it is a first attempt.
+    /// The weight an `arrival` of a class ranked `rank` may evict: every
+    /// waiter of a class ranked below it, those of its own class served
+    /// after it (its tier's retries if it is a first attempt, and lower
+    /// tiers), and in its own band the newest of a tenant with more
+    /// waiters than it has.
     pub(crate) fn evictable_by(
         &self,
         rank_of: impl Fn(usize) -> u32,
         rank: u32,
-        class: usize,
-        retry: bool,
+        arrival: &Waiter,
     ) -> u64 {
         let below: u64 = (0..self.per_class.len())
             .filter(|&c| rank_of(c) > rank)
-            .map(|c| self.class_weight[c])
+            .map(|c| self.per_class[c].weight)
             .sum();
-        below + if retry { 0 } else { self.retry_weight[class] }
+        let queue = &self.per_class[arrival.class];
+        let own = band_of(arrival);
+        let fair = queue
+            .bands
+            .get(own)
+            .map_or(0, |b| b.evictable_by(arrival.tenant.key));
+        below + queue.weight_after(own) + fair
     }
 
     /// Records that class `c`'s waiters flag is now `on`; returns whether
@@ -261,65 +303,55 @@ impl WaitQueue {
 
     /// How many waiters of `class` arrived after `since`.
     pub(crate) fn arrived_after(&self, class: usize, since: Instant) -> usize {
-        let queue = &self.per_class[class];
-        [&queue.first, &queue.retries]
-            .into_iter()
-            .map(|band| band.len() - band.partition_point(|w| w.arrived <= since))
+        self.per_class[class]
+            .bands
+            .iter()
+            .map(|band| band.arrived_after(since))
             .sum()
     }
 
-    /// The oldest waiter of `class`, first attempt or retry.
+    /// The oldest waiter of `class`, in any band.
     pub(crate) fn head(&self, class: usize) -> Option<&Arc<Waiter>> {
         let queue = &self.per_class[class];
-        if queue.oldest_is_retry() {
-            queue.retries.front()
-        } else {
-            queue.first.front()
-        }
+        queue.bands[queue.oldest()?].oldest()
     }
 
     /// Removes the oldest waiter of `class`.
     pub(crate) fn pop_head(&mut self, class: usize) -> Option<Arc<Waiter>> {
         let queue = &mut self.per_class[class];
-        let retry = queue.oldest_is_retry();
-        let waiter = queue.band(retry).pop_front()?;
+        let band = queue.oldest()?;
+        let waiter = queue.bands[band].pop_oldest()?;
         self.forget(&waiter);
         Some(waiter)
     }
 
-    /// The waiter of `class` to serve next: from `end` of its first
-    /// attempts, or of its retries when no first attempt waits.
+    /// The waiter of `class` to serve next: from the first band with
+    /// waiters, the lane whose turn it is, at `end`.
     pub(crate) fn peek(&self, class: usize, end: End) -> Option<&Arc<Waiter>> {
-        let band = self.per_class[class].served();
-        match end {
-            End::Front => band.front(),
-            End::Back => band.back(),
-        }
+        let queue = &self.per_class[class];
+        queue.bands[queue.served()?].peek(end)
     }
 
     /// Removes the waiter [`WaitQueue::peek`] shows.
     pub(crate) fn pop(&mut self, class: usize, end: End) -> Option<Arc<Waiter>> {
         let queue = &mut self.per_class[class];
-        let retry = queue.first.is_empty();
-        let band = queue.band(retry);
-        let waiter = match end {
-            End::Front => band.pop_front(),
-            End::Back => band.pop_back(),
-        }?;
+        let band = queue.served()?;
+        let waiter = queue.bands[band].pop(end)?;
         self.forget(&waiter);
         Some(waiter)
     }
 
-    /// Removes a waiter to make room for an arrival of `class` (ranked
-    /// `rank`, a `retry` or not): the newest (a retry if there is one) of
-    /// the lowest-priority class ranked below it, else, for a first
-    /// attempt, the newest retry of its own class.
+    /// Removes a waiter to make room for `arrival` (queued already, of a
+    /// class ranked `rank`): the newest (a retry if there is one, of the
+    /// lowest tier, of the tenant with most waiters) of the lowest-priority
+    /// class ranked below it; else the newest of its own class served
+    /// after it; else the newest of a tenant of its band with more waiters
+    /// than the arrival's.
     pub(crate) fn evict_for(
         &mut self,
         rank_of: impl Fn(usize) -> u32,
         rank: u32,
-        class: usize,
-        retry: bool,
+        arrival: &Waiter,
     ) -> Option<Arc<Waiter>> {
         let lower = self
             .by_rank
@@ -330,41 +362,41 @@ impl WaitQueue {
         let waiter = match lower {
             Some(c) => {
                 let queue = &mut self.per_class[c];
-                match queue.retries.pop_back() {
-                    Some(retry) => retry,
-                    None => queue.first.pop_back()?,
+                let band = queue.last_after(None)?;
+                queue.bands[band].pop_newest()?
+            }
+            None => {
+                let queue = &mut self.per_class[arrival.class];
+                let own = band_of(arrival);
+                match queue.last_after(Some(own)) {
+                    Some(band) => queue.bands[band].pop_newest()?,
+                    None => queue.bands.get_mut(own)?.evict_for(arrival)?,
                 }
             }
-            None if !retry => self.per_class[class].retries.pop_back()?,
-            None => return None,
         };
         self.forget(&waiter);
         Some(waiter)
     }
 
-    /// Removes `waiter` if it is still queued: a binary search by its
-    /// arrival and queueing order, so cancelling or expiring one of many
-    /// waiters costs a search and a move of pointers, not a scan.
+    /// Removes `waiter` if it is still queued: a binary search in its lane
+    /// by its arrival and queueing order, so cancelling or expiring one of
+    /// many waiters costs a search and a move of pointers, not a scan.
     pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
-        let target = key(waiter);
-        let band = self.per_class[waiter.class].band(waiter.retry);
-        let index = band.partition_point(|w| key(w) < target);
-        match band.get(index) {
-            Some(found) if Arc::ptr_eq(found, waiter) => {
-                band.remove(index);
-                self.forget(waiter);
-                true
-            }
-            _ => false,
+        let removed = self.per_class[waiter.class]
+            .bands
+            .get_mut(band_of(waiter))
+            .is_some_and(|band| band.remove(waiter));
+        if removed {
+            self.forget(waiter);
         }
+        removed
     }
 
     fn forget(&mut self, waiter: &Waiter) {
         self.queued_weight -= waiter.weight;
-        self.class_weight[waiter.class] -= waiter.weight;
-        if waiter.retry {
-            self.retry_weight[waiter.class] -= waiter.weight;
-        }
         self.len -= 1;
+        let queue = &mut self.per_class[waiter.class];
+        queue.len -= 1;
+        queue.weight -= waiter.weight;
     }
 }

@@ -1,0 +1,520 @@
+//! Fair dispatch across tenants inside one band of a class's queue.
+//!
+//! A band (one tier's first attempts, or its retries) holds its waiters in
+//! *lanes*: lane 0 for calls without a tenant, and a fixed table of
+//! [`TENANT_LANES`] lanes for tenants. A tenant waits in a lane of its own
+//! while one of the few lanes its key hashes to is free (or already
+//! its own); only when all of those hold other tenants' waiters does it
+//! share one (bounded probing, as a hash table does). Lanes with waiters
+//! are served in turn, one call per turn, so a tenant that floods the
+//! class waits behind its own calls while every other tenant is served at
+//! its turn; within a lane, calls are in arrival order. As in FQ-CoDel, a
+//! lane that was empty (a tenant that sends little) is served before the
+//! lanes that stay busy, once, and then takes its turn with them: the
+//! calls of light tenants wait for one release, not for a whole round.
+//!
+//! Memory and the cost of a dispatch are bounded by the table, never by
+//! the number of tenants: a million distinct keys use the same lanes (the
+//! table is allocated at the first call with a tenant; without tenants a
+//! band is one lane, the queue it always was).
+
+use std::collections::VecDeque;
+
+use tokio::time::Instant;
+
+use super::queue::{End, Waiter};
+use crate::sync::{Arc, Ordering};
+
+/// How many lanes tenants share, per band.
+pub(crate) const TENANT_LANES: usize = 64;
+
+/// How many lanes a tenant's key may take, tried in turn.
+const PROBES: usize = 8;
+
+/// The lane of calls without a tenant.
+const ANONYMOUS: usize = 0;
+
+/// The `i`th lane a tenant's key may take.
+fn probe(tenant: u64, i: usize) -> usize {
+    1 + ((tenant as usize).wrapping_add(i)) % TENANT_LANES
+}
+
+/// A waiter's place in its band: arrival, then queueing order.
+pub(crate) fn key(waiter: &Waiter) -> (Instant, u64) {
+    (waiter.arrived, waiter.seq())
+}
+
+#[derive(Debug, Default)]
+struct Lane {
+    /// The tenant this lane was claimed for (meaningful while not empty).
+    owner: u64,
+    /// Sorted by [`key`].
+    waiters: VecDeque<Arc<Waiter>>,
+}
+
+/// One band of a class: fair across tenants, FIFO within a lane.
+#[derive(Debug, Default)]
+pub(crate) struct FairBand {
+    /// Lane 0 always; the tenant table once a tenant has waited.
+    lanes: Vec<Lane>,
+    /// Lanes that were empty when their first waiter came: served first.
+    fresh: VecDeque<u8>,
+    /// The other lanes with waiters, in the order their turns come.
+    turns: VecDeque<u8>,
+    len: usize,
+    weight: u64,
+}
+
+impl FairBand {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn weight(&self) -> u64 {
+        self.weight
+    }
+
+    /// How many lanes this band holds (bounded by the table).
+    #[cfg(test)]
+    pub(crate) fn lane_count(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// The lane for a waiter of `tenant`: its own, a free one among its
+    /// probes (claimed), or, when all of those are busy with other
+    /// tenants, its first probe, shared.
+    fn lane_for(&mut self, tenant: Option<u64>) -> usize {
+        let Some(tenant) = tenant else {
+            if self.lanes.is_empty() {
+                self.lanes.push(Lane::default());
+            }
+            return ANONYMOUS;
+        };
+        if self.lanes.len() < 1 + TENANT_LANES {
+            self.lanes.resize_with(1 + TENANT_LANES, Lane::default);
+        }
+        let mut free = None;
+        for i in 0..PROBES {
+            let lane = &self.lanes[probe(tenant, i)];
+            if lane.waiters.is_empty() {
+                free.get_or_insert(probe(tenant, i));
+            } else if lane.owner == tenant {
+                return probe(tenant, i);
+            }
+        }
+        match free {
+            Some(lane) => {
+                self.lanes[lane].owner = tenant;
+                lane
+            }
+            None => probe(tenant, 0),
+        }
+    }
+
+    /// Queues `waiter` in its tenant's lane, by arrival.
+    pub(crate) fn push(&mut self, waiter: Arc<Waiter>) {
+        let lane = self.lane_for(waiter.tenant.key);
+        waiter.tenant.set_lane(lane);
+        self.len += 1;
+        self.weight += waiter.weight;
+        let waiters = &mut self.lanes[lane].waiters;
+        if waiters.is_empty() {
+            self.fresh.push_back(lane as u8);
+        }
+        if waiters
+            .back()
+            .is_none_or(|last| last.arrived <= waiter.arrived)
+        {
+            waiters.push_back(waiter);
+        } else {
+            let at = waiters.partition_point(|w| w.arrived <= waiter.arrived);
+            waiters.insert(at, waiter);
+        }
+    }
+
+    /// The lane whose turn it is.
+    fn current(&self) -> Option<&Lane> {
+        self.fresh
+            .front()
+            .or(self.turns.front())
+            .map(|&l| &self.lanes[usize::from(l)])
+    }
+
+    /// Every lane with waiters.
+    fn active(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        self.fresh
+            .iter()
+            .chain(self.turns.iter())
+            .map(|&l| usize::from(l))
+    }
+
+    /// The waiter served next: from `end` of the lane whose turn it is.
+    pub(crate) fn peek(&self, end: End) -> Option<&Arc<Waiter>> {
+        let waiters = &self.current()?.waiters;
+        match end {
+            End::Front => waiters.front(),
+            End::Back => waiters.back(),
+        }
+    }
+
+    /// Removes the waiter [`FairBand::peek`] shows; the lane's turn passes.
+    pub(crate) fn pop(&mut self, end: End) -> Option<Arc<Waiter>> {
+        let list = if self.fresh.is_empty() {
+            &mut self.turns
+        } else {
+            &mut self.fresh
+        };
+        let lane = usize::from(*list.front()?);
+        let waiters = &mut self.lanes[lane].waiters;
+        let waiter = match end {
+            End::Front => waiters.pop_front(),
+            End::Back => waiters.pop_back(),
+        }?;
+        let more = !waiters.is_empty();
+        list.pop_front();
+        if more {
+            self.turns.push_back(lane as u8);
+        }
+        self.forget(&waiter);
+        Some(waiter)
+    }
+
+    /// The oldest waiter of the band, in any lane.
+    pub(crate) fn oldest(&self) -> Option<&Arc<Waiter>> {
+        self.active()
+            .filter_map(|l| self.lanes[l].waiters.front())
+            .min_by_key(|w| key(w))
+    }
+
+    /// Removes the oldest waiter of the band.
+    pub(crate) fn pop_oldest(&mut self) -> Option<Arc<Waiter>> {
+        let lane = self
+            .active()
+            .min_by_key(|&l| self.lanes[l].waiters.front().map(|w| key(w)))?;
+        let waiter = self.lanes[lane].waiters.pop_front()?;
+        self.after_taking(lane);
+        self.forget(&waiter);
+        Some(waiter)
+    }
+
+    /// How many waiters arrived after `since`.
+    pub(crate) fn arrived_after(&self, since: Instant) -> usize {
+        self.active()
+            .map(|l| {
+                let waiters = &self.lanes[l].waiters;
+                waiters.len() - waiters.partition_point(|w| w.arrived <= since)
+            })
+            .sum()
+    }
+
+    /// The lane with the most waiters (the first in turn order on a tie).
+    fn longest(&self) -> Option<(usize, usize)> {
+        self.active()
+            .map(|l| (l, self.lanes[l].waiters.len()))
+            .rev()
+            .max_by_key(|&(_, len)| len)
+    }
+
+    /// The weight that an arrival of `tenant` may evict from this band: the
+    /// newest waiter of the longest lane, if that lane is longer than the
+    /// arrival's own would be with it (so a flooding tenant's queue makes
+    /// room for others, never the other way round).
+    pub(crate) fn evictable_by(&self, tenant: Option<u64>) -> u64 {
+        let own = self.len_of(tenant);
+        match self.longest() {
+            Some((lane, len)) if len > own + 1 => {
+                self.lanes[lane].waiters.back().map_or(0, |w| w.weight)
+            }
+            _ => 0,
+        }
+    }
+
+    /// How many waiters the lane a call of `tenant` would join holds now
+    /// (the choice [`FairBand::lane_for`] makes, without claiming).
+    fn len_of(&self, tenant: Option<u64>) -> usize {
+        let Some(tenant) = tenant else {
+            return self.lanes.first().map_or(0, |l| l.waiters.len());
+        };
+        if self.lanes.len() < 1 + TENANT_LANES {
+            return 0;
+        }
+        let mut free = false;
+        for i in 0..PROBES {
+            let lane = &self.lanes[probe(tenant, i)];
+            if lane.waiters.is_empty() {
+                free = true;
+            } else if lane.owner == tenant {
+                return lane.waiters.len();
+            }
+        }
+        if free {
+            0
+        } else {
+            self.lanes[probe(tenant, 0)].waiters.len()
+        }
+    }
+
+    /// Removes, to make room for `arrival` (already queued in this band),
+    /// the newest waiter of the longest lane if it is longer than the
+    /// arrival's.
+    pub(crate) fn evict_for(&mut self, arrival: &Waiter) -> Option<Arc<Waiter>> {
+        let own = self
+            .lanes
+            .get(arrival.tenant.lane())
+            .map_or(0, |l| l.waiters.len());
+        let (lane, len) = self.longest()?;
+        if len <= own {
+            return None;
+        }
+        self.pop_newest_of(lane)
+    }
+
+    /// Removes the newest waiter of the longest lane (to make room for an
+    /// arrival of a band served before this one).
+    pub(crate) fn pop_newest(&mut self) -> Option<Arc<Waiter>> {
+        let (lane, _) = self.longest()?;
+        self.pop_newest_of(lane)
+    }
+
+    fn pop_newest_of(&mut self, lane: usize) -> Option<Arc<Waiter>> {
+        let waiter = self.lanes[lane].waiters.pop_back()?;
+        self.after_taking(lane);
+        self.forget(&waiter);
+        Some(waiter)
+    }
+
+    /// Removes `waiter` if it is still queued: a binary search in its lane.
+    pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
+        let lane = waiter.tenant.lane();
+        let Some(waiters) = self.lanes.get_mut(lane).map(|l| &mut l.waiters) else {
+            return false;
+        };
+        let target = key(waiter);
+        let index = waiters.partition_point(|w| key(w) < target);
+        match waiters.get(index) {
+            Some(found) if Arc::ptr_eq(found, waiter) => {
+                waiters.remove(index);
+                self.after_taking(lane);
+                self.forget(waiter);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A lane left empty out of turn gives its turn up.
+    fn after_taking(&mut self, lane: usize) {
+        if self.lanes[lane].waiters.is_empty() {
+            for list in [&mut self.fresh, &mut self.turns] {
+                if let Some(at) = list.iter().position(|&l| usize::from(l) == lane) {
+                    list.remove(at);
+                }
+            }
+        }
+    }
+
+    fn forget(&mut self, waiter: &Waiter) {
+        self.len -= 1;
+        self.weight -= waiter.weight;
+    }
+}
+
+/// Where a waiter waits: its tenant, tier, and (set under the queue lock)
+/// its lane.
+#[derive(Debug)]
+pub(crate) struct TenantTag {
+    /// The hash of the caller's tenant key, if it has one.
+    pub(crate) key: Option<u64>,
+    /// Its tier's rank within the class (0 first).
+    pub(crate) tier: u8,
+    /// The tenant's name, if known, for the heaviest-tenants summary.
+    pub(crate) name: Option<std::sync::Arc<str>>,
+    lane: crate::sync::AtomicU8,
+}
+
+impl TenantTag {
+    pub(crate) fn new(key: Option<u64>, tier: u8) -> Self {
+        Self {
+            key,
+            tier,
+            name: None,
+            lane: crate::sync::AtomicU8::new(0),
+        }
+    }
+
+    pub(crate) fn named(mut self, name: Option<std::sync::Arc<str>>) -> Self {
+        self.name = name;
+        self
+    }
+
+    fn set_lane(&self, lane: usize) {
+        self.lane.store(lane as u8, Ordering::Relaxed);
+    }
+
+    fn lane(&self) -> usize {
+        usize::from(self.lane.load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(all(test, not(shed_loom)))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn waiter(tenant: Option<u64>, at: Instant, seq: u64) -> Arc<Waiter> {
+        let w = Waiter::for_tenant(0, 1, at, None, None, false, TenantTag::new(tenant, 0));
+        w.set_seq(seq);
+        w
+    }
+
+    #[test]
+    fn lanes_take_turns_so_a_flood_waits_behind_itself() {
+        let start = Instant::now();
+        let mut band = FairBand::default();
+        for i in 0..10 {
+            band.push(waiter(Some(7), start, i));
+        }
+        band.push(waiter(Some(8), start + Duration::from_millis(1), 10));
+        band.push(waiter(None, start + Duration::from_millis(2), 11));
+        let order: Vec<_> = std::iter::from_fn(|| band.pop(End::Front))
+            .map(|w| w.tenant.key)
+            .take(4)
+            .collect();
+        assert_eq!(order, [Some(7), Some(8), None, Some(7)]);
+        assert_eq!(band.len, 8);
+    }
+
+    #[test]
+    fn a_million_tenants_use_the_same_fixed_table() {
+        let start = Instant::now();
+        let mut band = FairBand::default();
+        let mut queued = VecDeque::new();
+        for t in 0..1_000_000u64 {
+            let w = waiter(Some(crate::tenant::tenant_hash(&t)), start, t);
+            band.push(Arc::clone(&w));
+            queued.push_back(w);
+            if queued.len() > 200 {
+                let old = queued.pop_front().unwrap();
+                assert!(band.remove(&old));
+            }
+        }
+        assert_eq!(band.lane_count(), 1 + TENANT_LANES);
+        assert_eq!(band.len, 200);
+        assert!(band.active().count() <= TENANT_LANES);
+    }
+
+    #[test]
+    fn the_longest_lane_gives_way_to_an_arrival() {
+        let start = Instant::now();
+        let mut band = FairBand::default();
+        for i in 0..5 {
+            band.push(waiter(Some(1), start, i));
+        }
+        assert_eq!(band.evictable_by(Some(2)), 1);
+        assert_eq!(band.evictable_by(Some(1)), 0, "not from its own lane");
+        let arrival = waiter(Some(2), start, 9);
+        band.push(Arc::clone(&arrival));
+        let evicted = band.evict_for(&arrival).unwrap();
+        assert_eq!((evicted.tenant.key, evicted.seq()), (Some(1), 4));
+    }
+
+    /// Checks what every operation must keep: the turns are exactly the
+    /// lanes with waiters, each lane is sorted, the counts add up.
+    fn check(band: &FairBand) {
+        let with_waiters: Vec<usize> = (0..band.lanes.len())
+            .filter(|&l| !band.lanes[l].waiters.is_empty())
+            .collect();
+        let mut turns: Vec<usize> = band.active().collect();
+        turns.sort_unstable();
+        assert_eq!(turns, with_waiters);
+        let len: usize = band.lanes.iter().map(|l| l.waiters.len()).sum();
+        assert_eq!(len, band.len);
+        for lane in &band.lanes {
+            assert!(lane
+                .waiters
+                .iter()
+                .zip(lane.waiters.iter().skip(1))
+                .all(|(a, b)| key(a) < key(b)));
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(Option<u8>, u8),
+        Pop(bool),
+        PopOldest,
+        Remove(usize),
+        Evict,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (proptest::option::of(0u8..200), 0u8..4).prop_map(|(t, at)| Op::Push(t, at)),
+            2 => any::<bool>().prop_map(Op::Pop),
+            1 => Just(Op::PopOldest),
+            2 => (0usize..64).prop_map(Op::Remove),
+            1 => Just(Op::Evict),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_sequence_keeps_the_band_consistent_and_takes_turns(
+            ops in proptest::collection::vec(op(), 1..200)
+        ) {
+            let start = Instant::now();
+            let mut band = FairBand::default();
+            let mut queued: Vec<Arc<Waiter>> = Vec::new();
+            for (seq, op) in ops.into_iter().enumerate() {
+                match op {
+                    Op::Push(tenant, at) => {
+                        let at = start + Duration::from_millis(u64::from(at) + seq as u64 / 4);
+                        let w = waiter(tenant.map(u64::from), at, seq as u64);
+                        band.push(Arc::clone(&w));
+                        queued.push(w);
+                    }
+                    Op::Pop(front) => {
+                        let lanes_before = band.active().count();
+                        let turn = band.fresh.front().or(band.turns.front()).copied();
+                        let end = if front { End::Front } else { End::Back };
+                        let shown = band.peek(end).cloned();
+                        let popped = band.pop(end);
+                        assert_eq!(shown.as_ref().map(Arc::as_ptr), popped.as_ref().map(Arc::as_ptr));
+                        if let (Some(w), Some(turn)) = (popped, turn) {
+                            queued.retain(|q| !Arc::ptr_eq(q, &w));
+                            // The lane's turn passed: it is last now, or gone.
+                            if band.lanes[usize::from(turn)].waiters.is_empty() {
+                                assert_eq!(band.active().count(), lanes_before - 1);
+                            } else {
+                                assert_eq!(band.turns.back(), Some(&turn));
+                            }
+                        }
+                    }
+                    Op::PopOldest => {
+                        let oldest = queued.iter().min_by_key(|w| key(w)).cloned();
+                        let popped = band.pop_oldest();
+                        assert_eq!(oldest.as_ref().map(Arc::as_ptr), popped.as_ref().map(Arc::as_ptr));
+                        if let Some(w) = popped {
+                            queued.retain(|q| !Arc::ptr_eq(q, &w));
+                        }
+                    }
+                    Op::Remove(i) if !queued.is_empty() => {
+                        let w = queued.remove(i % queued.len());
+                        assert!(band.remove(&w));
+                        assert!(!band.remove(&w), "removed once");
+                    }
+                    Op::Remove(_) => {}
+                    Op::Evict => {
+                        if let Some(w) = band.pop_newest() {
+                            queued.retain(|q| !Arc::ptr_eq(q, &w));
+                        }
+                    }
+                }
+                check(&band);
+                assert_eq!(band.len, queued.len());
+                assert!(band.lanes.len() <= 1 + TENANT_LANES);
+            }
+        }
+    }
+}
