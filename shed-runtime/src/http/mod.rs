@@ -22,6 +22,8 @@ mod deadline;
 mod degraded;
 mod layer;
 mod orca;
+#[cfg(feature = "tonic")]
+mod orca_trailer;
 mod problem;
 
 pub use attempt::{AttemptCounts, AttemptHeaders, RetryStats};
@@ -32,6 +34,9 @@ pub(crate) use degraded::note_fallback;
 pub use degraded::{DEGRADED_FALLBACK, DEGRADED_HEADER};
 pub use layer::{Classification, Classify, Routes, Shed, ShedLayer};
 pub use orca::{Orca, OrcaFormat, OrcaLayer, ORCA_HEADER};
+#[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+pub use orca_trailer::{OrcaTrailer, OrcaTrailerBody, OrcaTrailerLayer, ORCA_TRAILER};
 pub use problem::{
     problem_json, reason_label, refusal_response, refusal_status, retry_after_secs, PROBLEM_TYPE,
     PROBLEM_TYPE_DEADLINE,
