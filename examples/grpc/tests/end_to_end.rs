@@ -8,20 +8,20 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{Request, Response};
-use http_body_util::Full;
 use prost::Message;
+use shed::client::grpc::{local_refusal, Buffered, Unbuffered};
+use shed::client::Client;
 use shed::client::{ClientLayer, Idempotent, LocalRefusal, RetryBudget};
 use shed::Config;
-use shed_grpc_example::client::{channel_service, work_client, Buffered};
+use shed_grpc_example::client::work_client;
 use shed_grpc_example::orca::OrcaLoadReport;
 use shed_grpc_example::proto::work_client::WorkClient;
 use shed_grpc_example::proto::{WorkReply, WorkRequest};
 use shed_grpc_example::server::{self, Options, Server};
 use tokio::time::Instant;
 use tonic::transport::Channel;
-use tonic::{Code, Status};
+use tonic::Code;
 
 /// 2 slots, 20 ms a call: 100 calls a second of capacity.
 const SLOTS: u32 = 2;
@@ -70,17 +70,16 @@ type Log = Arc<Mutex<Vec<Attempt>>>;
 /// futures meets a limit of the compiler's `Send` inference for async
 /// code ("implementation of `From` is not general enough").
 type Recorder = tower::util::BoxCloneService<
-    Request<Full<Bytes>>,
+    Request<tonic::body::Body>,
     Response<tonic::body::Body>,
     tonic::transport::Error,
 >;
 
-type Work = WorkClient<Buffered<shed::client::Client<Recorder>>>;
+type Work = WorkClient<Buffered<Client<Unbuffered<Recorder>>>>;
 
 /// The channel, logging each attempt the client layer sends through it.
 fn recorder(channel: Channel, log: Log) -> Recorder {
-    let channel = channel_service(channel);
-    let service = tower::service_fn(move |request: Request<Full<Bytes>>| {
+    let service = tower::service_fn(move |request: Request<tonic::body::Body>| {
         let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
         let call = header("x-call-id")
             .and_then(|v| v.parse().ok())
@@ -133,19 +132,6 @@ fn request(call: u64, cost_ms: u32) -> tonic::Request<WorkRequest> {
     request
 }
 
-/// The local refusal a status carries, if the client layer refused the
-/// call without sending it.
-fn local_refusal(status: &Status) -> Option<LocalRefusal> {
-    let mut source = std::error::Error::source(status);
-    while let Some(error) = source {
-        if let Some(refusal) = error.downcast_ref::<LocalRefusal>() {
-            return Some(*refusal);
-        }
-        source = error.source();
-    }
-    None
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_deadline_travels_as_grpc_timeout_less_the_margin() {
     let server = start(limiter(SLOTS, Duration::from_millis(20)), false).await;
@@ -181,10 +167,11 @@ async fn a_call_whose_deadline_has_passed_is_never_sent() {
         let status = shed::with_deadline(deadline, client.r#do(request(1, 1)))
             .await
             .unwrap_err();
+        assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
         assert_eq!(
             local_refusal(&status),
             Some(LocalRefusal::DeadlineExpired),
-            "{status:?}"
+            "refused by the client layer, not the server: {status:?}"
         );
     }
     assert!(log.lock().unwrap().is_empty(), "nothing left the client");
@@ -202,7 +189,7 @@ async fn a_deadline_shorter_than_the_work_is_deadline_exceeded_and_not_retried()
     // The work is known to take 200 ms; the caller leaves it 50 ms.
     let server = start(limiter(SLOTS, Duration::from_millis(200)), false).await;
     let layer = ClientLayer::new().max_attempts(3);
-    let mut client = work_client(&layer, channel_service(channel(&server).await));
+    let mut client = work_client(&layer, channel(&server).await);
     let status = shed::with_deadline_in(Duration::from_millis(60), client.r#do(request(1, 200)))
         .await
         .unwrap_err();
@@ -265,7 +252,7 @@ async fn a_shed_call_is_unavailable_with_pushback_and_retried_no_sooner() {
         .await
         .unwrap();
     let once_layer = ClientLayer::new().max_attempts(1);
-    let mut once = work_client(&once_layer, channel_service(channel(&server).await));
+    let mut once = work_client(&once_layer, channel(&server).await);
     let status = once.r#do(request(9, 1)).await.unwrap_err();
     drop(held);
     assert_eq!(status.code(), Code::Unavailable, "{status:?}");
@@ -285,7 +272,7 @@ async fn the_orca_trailer_arrives_and_decodes() {
     let limiter = limiter(SLOTS, Duration::from_millis(20));
     let server = start(limiter.clone(), true).await;
     let layer = ClientLayer::new().max_attempts(1);
-    let mut client = work_client(&layer, channel_service(channel(&server).await));
+    let mut client = work_client(&layer, channel(&server).await);
     let decode = |metadata: &tonic::metadata::MetadataMap| {
         let bytes = metadata
             .get_bin(shed::http::ORCA_TRAILER)
