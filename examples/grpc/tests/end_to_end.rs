@@ -244,7 +244,11 @@ async fn a_shed_call_is_unavailable_with_pushback_and_retried_no_sooner() {
         log[1].sent - answered
     );
     let total = server.retries.total();
-    assert_eq!((total.first_offered(), total.retries_offered()), (1, 1));
+    assert_eq!(
+        (total.first_shed, total.retries_admitted),
+        (1, 1),
+        "the server layer counts the handler's refusal as shed: {total:?}"
+    );
 
     // With no retry left, the caller gets shed's status itself.
     let held = limiter

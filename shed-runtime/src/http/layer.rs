@@ -347,15 +347,20 @@ pub struct Shed<S, C> {
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Whether a handler refused: shed's refusals are the only `503`s (and,
-/// for unmeetable deadlines, `504`s) with a problem body.
+/// for unmeetable deadlines, `504`s) with a problem body; over gRPC, a
+/// trailers-only `UNAVAILABLE` with a retry pushback (what a refused
+/// `#[shed]` fn's `tonic::Status` is).
 fn is_refusal<B>(response: &Response<B>) -> bool {
-    matches!(
+    let headers = response.headers();
+    let problem = matches!(
         response.status(),
         http::StatusCode::SERVICE_UNAVAILABLE | http::StatusCode::GATEWAY_TIMEOUT
-    ) && response
-        .headers()
+    ) && headers
         .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v == "application/problem+json")
+        .is_some_and(|v| v == "application/problem+json");
+    let grpc = headers.get("grpc-status").is_some_and(|v| v == "14")
+        && headers.contains_key("grpc-retry-pushback-ms");
+    problem || grpc
 }
 
 impl<S, C, ReqBody, ResBody> Service<Request<ReqBody>> for Shed<S, C>
