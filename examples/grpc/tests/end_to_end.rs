@@ -145,9 +145,9 @@ async fn the_deadline_travels_as_grpc_timeout_less_the_margin() {
         .into_inner();
     let told = Duration::from_micros(reply.grpc_timeout_us);
     // At most the deadline less the margin; the time the call took to
-    // leave (generously bounded: a loaded machine is slow) is the rest.
+    // leave is the rest (bounded loosely: a loaded machine is slow).
     assert!(told <= deadline - Duration::from_millis(50), "{told:?}");
-    assert!(told > deadline - Duration::from_secs(1), "{told:?}");
+    assert!(told > deadline / 2, "{told:?}");
     assert_eq!(reply.attempt, 1);
     let sent = log.lock().unwrap()[0].grpc_timeout;
     assert_eq!(sent, Some(told), "the server read what the layer sent");
@@ -186,14 +186,19 @@ async fn a_call_whose_deadline_has_passed_is_never_sent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_shorter_than_the_work_is_deadline_exceeded_and_not_retried() {
-    // The work is known to take 200 ms; the caller leaves it 50 ms.
-    let server = start(limiter(SLOTS, Duration::from_millis(200)), false).await;
+    // The work is known to take 5 s; the caller leaves it 0.5 s.
+    let server = start(limiter(SLOTS, Duration::from_secs(5)), false).await;
     let layer = ClientLayer::new().max_attempts(3);
     let mut client = work_client(&layer, channel(&server).await);
-    let status = shed::with_deadline_in(Duration::from_millis(60), client.r#do(request(1, 200)))
+    let status = shed::with_deadline_in(Duration::from_millis(500), client.r#do(request(1, 1)))
         .await
         .unwrap_err();
     assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    assert_eq!(
+        local_refusal(&status),
+        None,
+        "the server's answer: {status:?}"
+    );
     assert!(status.metadata().get(shed::tonic::RETRY_PUSHBACK).is_none());
     assert_eq!(
         (layer.stats().attempts, layer.stats().retries),
