@@ -29,6 +29,11 @@ pub struct Options {
     /// Whether every answer carries the ORCA `endpoint-load-metrics-bin`
     /// trailer (off by default: balancers opt in).
     pub orca: bool,
+    /// The calls the server layer admits itself, by gRPC path
+    /// (`/shed.example.work.Work/Do`). Default: none, every call is left
+    /// to the handler's `#[shed]`; a path guarded here is admitted twice
+    /// (weight 2), so this is for refusing before the handler runs.
+    pub routes: Routes,
 }
 
 impl Options {
@@ -37,6 +42,7 @@ impl Options {
         Self {
             limiter,
             orca: false,
+            routes: Routes::new("critical").otherwise(Classification::ByHandler),
         }
     }
 
@@ -92,11 +98,11 @@ async fn work(cost: Duration) -> Result<(), Status> {
 ///
 /// The layers, outermost first: `ShedLayer` (deadline and attempt number
 /// into the task, the limiter scoped for `#[shed]`; the handler admits
-/// itself), then, if asked, the ORCA trailer.
+/// itself unless [`Options::routes`] says otherwise), then, if asked, the
+/// ORCA trailer.
 pub async fn serve(listener: tokio::net::TcpListener, options: Options) -> std::io::Result<Server> {
     let addr = listener.local_addr()?;
-    let shed = ShedLayer::new(Routes::new("critical").otherwise(Classification::ByHandler))
-        .limiter(options.limiter.clone());
+    let shed = ShedLayer::new(options.routes).limiter(options.limiter.clone());
     let retries = shed.retry_stats();
     let orca = options.orca.then(|| {
         let reporter = Arc::new(LoadReporter::new(options.limiter.clone()));
@@ -107,9 +113,8 @@ pub async fn serve(listener: tokio::net::TcpListener, options: Options) -> std::
     });
     let layers = ServiceBuilder::new()
         .layer(shed)
-        // The server layer answers its own refusals from a `String`; with
-        // every route `ByHandler` it never does, but its body type must
-        // allow it.
+        // The server layer makes its own refusals' bodies from a `String`
+        // (empty for gRPC), which tonic's body cannot be made from.
         .map_response(|response: http::Response<tonic::body::Body>| {
             response.map(axum::body::Body::new)
         })

@@ -13,6 +13,7 @@ use prost::Message;
 use shed::client::grpc::{local_refusal, Buffered, Unbuffered};
 use shed::client::Client;
 use shed::client::{ClientLayer, Idempotent, LocalRefusal, RetryBudget};
+use shed::http::{Classification, Routes};
 use shed::Config;
 use shed_grpc_example::client::work_client;
 use shed_grpc_example::orca::OrcaLoadReport;
@@ -274,6 +275,38 @@ async fn a_shed_call_is_unavailable_with_pushback_and_retried_no_sooner() {
         .parse()
         .unwrap();
     assert!(pushback > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_layer_refuses_grpc_calls_in_grpc() {
+    // The layer guards the method by its path, before the handler runs.
+    let limiter = limiter(SLOTS, Duration::from_millis(20));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut options = Options::new(limiter.clone());
+    options.routes = Routes::new("critical")
+        .otherwise(Classification::ByHandler)
+        .route("/shed.example.work.Work/Do", "critical", 1);
+    let server = server::serve(listener, options).await.unwrap();
+    let layer = ClientLayer::new().max_attempts(1);
+    let mut client = work_client(&layer, channel(&server).await);
+    let held = limiter
+        .acquire("critical", SLOTS, "the test")
+        .await
+        .unwrap();
+    let status = client.r#do(request(1, 1)).await.unwrap_err();
+    drop(held);
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    let pushback: u64 = status
+        .metadata()
+        .get(shed::tonic::RETRY_PUSHBACK)
+        .expect("pushback")
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(pushback >= 1_000, "{pushback}");
+    let total = server.retries.total();
+    assert_eq!((total.first_shed, total.first_admitted), (1, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

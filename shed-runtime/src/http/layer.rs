@@ -16,6 +16,7 @@ use super::body::{GuardedBody, Held, MaxHold};
 use super::counters::HttpCounters;
 use super::deadline::DeadlineHeaders;
 use super::degraded::{self, DEGRADED_FALLBACK, DEGRADED_HEADER};
+use super::grpc::{grpc_refusal_response, is_grpc};
 use super::problem::refusal_response;
 use crate::{Limiter, Policy};
 
@@ -237,7 +238,9 @@ impl<B> Classify<B> for Routes {
 /// The layer: admits each request through the limiter (the process-wide
 /// one unless [`ShedLayer::limiter`] says otherwise, so requests and
 /// `#[shed]` fns share one budget), refuses with `503` + `Retry-After` +
-/// problem JSON without calling the inner service, and holds the slots
+/// problem JSON without calling the inner service (a gRPC call gets
+/// `UNAVAILABLE` with `grpc-retry-pushback-ms` instead:
+/// [`grpc_refusal_response`](super::grpc_refusal_response)), and holds the slots
 /// until the response body ends, for at most the maximum hold time.
 ///
 /// The service time a route learns is measured to the response head, not
@@ -401,6 +404,7 @@ where
         let cut = self.layer.cut;
         let counters = Arc::clone(&self.layer.counters);
         let attempt = self.layer.attempts.attempt(request.headers());
+        let grpc = is_grpc(request.headers());
         let retries = self.layer.retries.clone();
         let limiter = self.layer.limiter.clone();
         let work = async move {
@@ -411,6 +415,7 @@ where
                     retries.record(policy.class(), attempt, admission.is_ok());
                     match admission {
                         Ok(permit) => Some((permit, policy.class())),
+                        Err(rejected) if grpc => return Ok(grpc_refusal_response(&rejected)),
                         Err(rejected) => return Ok(refusal_response(&rejected)),
                     }
                 }

@@ -20,6 +20,7 @@ mod body;
 mod counters;
 mod deadline;
 mod degraded;
+mod grpc;
 mod layer;
 mod orca;
 #[cfg(feature = "tonic")]
@@ -32,6 +33,7 @@ pub use counters::HttpCounters;
 pub use deadline::{parse_grpc_timeout, parse_timeout, DeadlineHeaders};
 pub(crate) use degraded::note_fallback;
 pub use degraded::{DEGRADED_FALLBACK, DEGRADED_HEADER};
+pub use grpc::grpc_refusal_response;
 pub use layer::{Classification, Classify, Routes, Shed, ShedLayer};
 pub use orca::{Orca, OrcaFormat, OrcaLayer, ORCA_HEADER};
 #[cfg(feature = "tonic")]
