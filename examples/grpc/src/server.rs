@@ -31,8 +31,9 @@ pub struct Options {
     pub orca: bool,
     /// The calls the server layer admits itself, by gRPC path
     /// (`/shed.example.work.Work/Do`). Default: none, every call is left
-    /// to the handler's `#[shed]`; a path guarded here is admitted twice
-    /// (weight 2), so this is for refusing before the handler runs.
+    /// to the handler's `#[shed]`. A path guarded here is admitted twice
+    /// (by the layer, then by the handler's `#[shed]`): this is for
+    /// showing the layer's own gRPC refusals.
     pub routes: Routes,
 }
 
