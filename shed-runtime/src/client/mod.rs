@@ -7,8 +7,8 @@
 //! once, shedding creates more traffic than it removes. [`ClientLayer`]
 //! wraps any `tower::Service<http::Request<B>>` with a `Clone` body
 //! (hyper-util's client with `Full<Bytes>`, for one; tonic's `Channel`
-//! takes `tonic::body::Body`, which is not `Clone`, so it is not supported
-//! yet):
+//! takes `tonic::body::Body`, which is not `Clone`: with feature `tonic`,
+//! [`grpc::layered`] buffers its requests for the layer):
 //!
 //! ```
 //! use std::time::Duration;
@@ -32,6 +32,9 @@ mod backoff;
 mod body;
 mod budget;
 mod classify;
+#[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+pub mod grpc;
 mod headers;
 mod layer;
 mod throttle;

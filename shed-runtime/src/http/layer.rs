@@ -16,6 +16,7 @@ use super::body::{BodyPermit, GuardedBody, MaxHold};
 use super::counters::HttpCounters;
 use super::deadline::DeadlineHeaders;
 use super::degraded::{self, DEGRADED_FALLBACK, DEGRADED_HEADER};
+use super::grpc::{grpc_refusal_response, is_grpc};
 use super::problem::refusal_response;
 use crate::{Limiter, Policy};
 
@@ -237,7 +238,9 @@ impl<B> Classify<B> for Routes {
 /// The layer: admits each request through the limiter (the process-wide
 /// one unless [`ShedLayer::limiter`] says otherwise, so requests and
 /// `#[shed]` fns share one budget), refuses with `503` + `Retry-After` +
-/// problem JSON without calling the inner service, and holds the slots
+/// problem JSON without calling the inner service (a gRPC call gets
+/// `UNAVAILABLE` with `grpc-retry-pushback-ms` instead:
+/// [`grpc_refusal_response`](super::grpc_refusal_response)), and holds the slots
 /// until the response body ends, for at most the maximum hold time.
 ///
 /// The service time a route learns is measured to the response head, not
@@ -378,15 +381,20 @@ pub struct Shed<S, C> {
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Whether a handler refused: shed's refusals are the only `503`s (and,
-/// for unmeetable deadlines, `504`s) with a problem body.
+/// for unmeetable deadlines, `504`s) with a problem body; over gRPC, a
+/// trailers-only `UNAVAILABLE` with a retry pushback (what a refused
+/// `#[shed]` fn's `tonic::Status` is).
 fn is_refusal<B>(response: &Response<B>) -> bool {
-    matches!(
+    let headers = response.headers();
+    let problem = matches!(
         response.status(),
         http::StatusCode::SERVICE_UNAVAILABLE | http::StatusCode::GATEWAY_TIMEOUT
-    ) && response
-        .headers()
+    ) && headers
         .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v == "application/problem+json")
+        .is_some_and(|v| v == "application/problem+json");
+    let grpc = headers.get("grpc-status").is_some_and(|v| v == "14")
+        && headers.contains_key("grpc-retry-pushback-ms");
+    problem || grpc
 }
 
 impl<S, C, ReqBody, ResBody> Service<Request<ReqBody>> for Shed<S, C>
@@ -435,6 +443,7 @@ where
         let cut = self.layer.cut;
         let counters = Arc::clone(&self.layer.counters);
         let attempt = self.layer.attempts.attempt(request.headers());
+        let grpc = is_grpc(request.headers());
         let retries = self.layer.retries.clone();
         let limiter = self.layer.limiter.clone();
         let work = async move {
@@ -445,6 +454,7 @@ where
                     retries.record(policy.class(), attempt, admission.is_ok());
                     match admission {
                         Ok(permit) => Some((permit, policy.class())),
+                        Err(rejected) if grpc => return Ok(grpc_refusal_response(&rejected)),
                         Err(rejected) => return Ok(refusal_response(&rejected)),
                     }
                 }
