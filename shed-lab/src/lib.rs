@@ -28,6 +28,7 @@
 
 pub mod cli;
 mod engine;
+pub mod fleet;
 pub mod grid;
 pub mod plot;
 pub mod report;
