@@ -268,8 +268,11 @@ async fn measure_ideal(sim: Rc<Sim>) {
     tokio::time::sleep_until(sim.start + TICK / 2).await;
     let mut tick = tokio::time::interval(TICK);
     let per_replica = sim.scenario.capacity_rps();
-    while Instant::now() < sim.window_end {
+    loop {
         tick.tick().await;
+        if Instant::now() >= sim.window_end {
+            return;
+        }
         let offered: f64 = sim.streams.iter().map(|s| s.rps.get()).sum();
         // The mix's service times, as the traffic events set them.
         let slowdown = sim.mean_service_factor();
