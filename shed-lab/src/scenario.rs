@@ -514,6 +514,11 @@ impl Scenario {
                     "client retries (`traffic.retries`) are not simulated in a fleet: use `fleet.retry`".into(),
                 );
             }
+            if self.adaptive.is_some() || self.overload.is_some() {
+                problems.push(
+                    "`[adaptive]` and `[overload]` are not simulated in a fleet: each replica runs the `[limiter]` as configured".into(),
+                );
+            }
         }
         let specs = self.class_specs();
         let known = specs

@@ -138,3 +138,36 @@ fn a_fleet_run_is_deterministic_and_counts_every_request_once() {
         first.report
     );
 }
+
+#[test]
+fn what_a_fleet_does_not_simulate_is_refused_with_the_reason() {
+    let text = r#"
+        name = "t"
+        seconds = 1
+        [limiter]
+        capacity = 4
+        [adaptive]
+        algorithm = "vegas"
+        [[traffic]]
+        rps = 100
+        service = "10ms"
+        timeout = "100ms"
+        retries = 1
+        [fleet]
+        replicas = 2
+        balancer = "p3c"
+    "#;
+    let e = Scenario::from_toml(text, "t.toml").unwrap_err().to_string();
+    assert!(e.contains("unknown variant `p3c`"), "{e}");
+    let e = Scenario::from_toml(&text.replace("p3c", "p2c"), "t.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("client retries (`traffic.retries`) are not simulated in a fleet"),
+        "{e}"
+    );
+    assert!(
+        e.contains("`[adaptive]` and `[overload]` are not simulated in a fleet"),
+        "{e}"
+    );
+}
