@@ -234,6 +234,7 @@ mod tests {
         assert_eq!(fleet.cold_factor_at(Duration::ZERO), 3.0);
         assert_eq!(fleet.cold_factor_at(Duration::from_secs(1)), 2.0);
         assert_eq!(fleet.cold_factor_at(Duration::from_secs(5)), 1.0);
+        assert_eq!(fleet.cold_factor_at(Duration::MAX), 1.0, "warm");
         assert_eq!(config("replicas = 2").cold_factor_at(Duration::ZERO), 1.0);
     }
 

@@ -53,7 +53,9 @@ enum Admission {
 pub(crate) struct Process {
     admission: Admission,
     server: Server,
-    started: Instant,
+    /// When it started; `None` for a process already running (warm) when
+    /// the simulation began.
+    started: Option<Instant>,
     /// The load reports it would attach to its responses (`shed` only).
     reporter: Option<LoadReporter>,
     /// Its readiness check (`shed` only; the others are always ready).
@@ -89,7 +91,7 @@ impl Process {
         Self {
             admission,
             server: Server::new(scenario.server.as_ref()),
-            started: Instant::now(),
+            started: Some(Instant::now()),
             reporter,
             readiness,
             killed: watch::channel(false).0,
@@ -114,18 +116,16 @@ pub(crate) struct Replica {
 }
 
 impl Replica {
-    /// A replica whose process starts now (warm: it was running before
-    /// the simulation started).
+    /// A replica whose process was running before the simulation began:
+    /// warm.
     pub(crate) fn running(
         scenario: &Scenario,
         policy: PolicyKind,
         report_interval: Duration,
     ) -> Self {
-        let process = Process::start(scenario, policy, report_interval);
-        // Warm: its start lies far enough in the past.
         let process = Process {
-            started: Instant::now() - Duration::from_secs(3600),
-            ..process
+            started: None,
+            ..Process::start(scenario, policy, report_interval)
         };
         Self {
             process: RefCell::new(Some(Rc::new(process))),
@@ -157,9 +157,10 @@ impl Replica {
         self.slow.set(factor);
     }
 
-    /// How long its process has run, if it runs.
+    /// How long its process has run (`Duration::MAX` if warm from the
+    /// start), if it runs.
     pub(crate) fn uptime(&self) -> Option<Duration> {
-        self.process.borrow().as_ref().map(|p| p.started.elapsed())
+        self.process.borrow().as_ref().map(|p| p.uptime())
     }
 
     /// The factor on its service times set by `slow` events.
@@ -203,6 +204,11 @@ impl Replica {
 }
 
 impl Process {
+    /// How long it has run: forever, for a warm one.
+    fn uptime(&self) -> Duration {
+        self.started.map_or(Duration::MAX, |s| s.elapsed())
+    }
+
     async fn serve(
         &self,
         policy: &'static Policy,
@@ -217,7 +223,7 @@ impl Process {
         let draw = Cell::new(Some(work));
         let run = || async {
             let work = draw.take().expect("admitted once");
-            let time = work(slow, self.started.elapsed());
+            let time = work(slow, self.uptime());
             self.server.execute(time).await;
         };
         match &self.admission {
