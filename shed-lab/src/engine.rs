@@ -72,6 +72,9 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(60);
 /// Runs `scenario` under `policy` with every stream's rate multiplied by
 /// `factor`. Deterministic: the same inputs give the same report.
 pub fn run(scenario: &Scenario, policy: PolicyKind, factor: f64) -> Report {
+    if scenario.fleet.is_some() {
+        return crate::fleet::run(scenario, policy, factor).report;
+    }
     // The runtime's retry-after jitter draws from this thread's generator:
     // seeded, so that a scenario and seed give the same run every time.
     fastrand::seed(scenario.seed ^ 0x7e7a_a17e);

@@ -29,6 +29,7 @@
 pub mod algorithm;
 pub mod cli;
 mod engine;
+pub mod fleet;
 pub mod grid;
 pub mod plot;
 pub mod report;

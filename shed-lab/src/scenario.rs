@@ -54,6 +54,10 @@
 //! at = "1s"
 //! service_factor = 4.0  # or rps = 2000
 //! class = "critical"    # optional: only this class's streams
+//!
+//! [fleet]               # optional: replicas behind a balancer (see the fleet module)
+//! replicas = 4
+//! balancer = "weighted"
 //! ```
 
 use std::path::Path;
@@ -388,6 +392,8 @@ pub struct Scenario {
     pub adaptive: Option<AdaptiveConfig>,
     /// Hysteresis for the `shed` policy (default: none).
     pub overload: Option<OverloadConfig>,
+    /// Replicas behind a balancer (default: one instance, no balancer).
+    pub fleet: Option<crate::fleet::FleetConfig>,
 }
 
 impl Scenario {
@@ -506,6 +512,19 @@ impl Scenario {
         }
         if self.traffic.is_empty() {
             problems.push("at least one `[[traffic]]` table is needed".into());
+        }
+        if let Some(fleet) = &self.fleet {
+            problems.extend(fleet.problems());
+            if self.traffic.iter().any(|t| t.retries > 0) {
+                problems.push(
+                    "client retries (`traffic.retries`) are not simulated in a fleet: use `fleet.retry`".into(),
+                );
+            }
+            if self.adaptive.is_some() || self.overload.is_some() {
+                problems.push(
+                    "`[adaptive]` and `[overload]` are not simulated in a fleet: each replica runs the `[limiter]` as configured".into(),
+                );
+            }
         }
         let specs = self.class_specs();
         let known = specs

@@ -15,10 +15,13 @@
 //!   ([`LoadReport::agent_check_reply`]).
 //!
 //! What is reported: `application_utilization` is the weight in flight
-//! and waiting over the capacity (above 1 when calls queue); `rps_fractional`
+//! over the capacity, averaged over the reports asked for during the last
+//! interval (one per response when every response carries one);
+//! `rps_fractional`
 //! the admissions per second and `eps` the refusals per second over the
 //! last interval (Envoy's weighted round robin divides the first by the
-//! utilization and penalises the last); named metrics `shed_occupancy`,
+//! utilization and penalises the last, so the weight estimates what the
+//! instance can serve); named metrics `shed_occupancy`,
 //! `shed_refused_share`, `shed_queued` and `shed_capacity`.
 
 use std::fmt::Write as _;
@@ -33,9 +36,17 @@ use crate::Limiter;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LoadReport {
-    /// Weight in flight and queued over the capacity.
+    /// The busy share of the slots: weight in flight over the capacity,
+    /// averaged over the reports asked for during the last interval. A
+    /// balancer divides the admission rate by it to estimate what the
+    /// instance can serve, so it leaves the queue out: a queue swings from
+    /// empty to full around the capacity, and counted here it made one
+    /// full queue cut an instance's weight fivefold, starving it in the
+    /// next interval and overloading it in the one after (the lab's
+    /// `fleet-slow-replica`). Queueing shows as refusals (`eps`) and as
+    /// `shed_queued`.
     pub utilization: f64,
-    /// Weight in flight over the capacity.
+    /// Weight in flight over the capacity, averaged as `utilization` is.
     pub occupancy: f64,
     /// Admissions per second over the last interval.
     pub rps: f64,
@@ -189,6 +200,12 @@ struct State {
     admitted: u64,
     refused: u64,
     report: LoadReport,
+    /// Occupancy seen by each report asked for since the last refresh:
+    /// a balancer divides an interval's rate by the utilization, so one
+    /// instant's occupancy (0 to 8 of 8 slots, say) would make the weight
+    /// jump with the noise of a single sample.
+    occupancy_sum: f64,
+    samples: u32,
 }
 
 fn totals(limiter: &Limiter) -> (u64, u64, crate::LimiterStats) {
@@ -223,6 +240,8 @@ impl LoadReporter {
                 admitted,
                 refused,
                 report,
+                occupancy_sum: 0.0,
+                samples: 0,
             }),
         }
     }
@@ -233,10 +252,14 @@ impl LoadReporter {
         self
     }
 
-    /// The current report: occupancy and queue as of the last refresh,
-    /// rates over the last full interval.
+    /// The current report, as of the last refresh: occupancy averaged over
+    /// the reports asked for in the interval before it (this one
+    /// included), queue at the refresh, rates over that interval.
     pub fn report(&self) -> LoadReport {
+        let occupancy = self.limiter.in_flight() as f64 / f64::from(self.limiter.capacity().max(1));
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.occupancy_sum += occupancy;
+        state.samples += 1;
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(state.at);
         if elapsed >= self.interval {
@@ -246,10 +269,10 @@ impl LoadReporter {
                 refused.saturating_sub(state.refused),
             );
             let seconds = elapsed.as_secs_f64();
-            let capacity = stats.capacity.max(1) as f64;
+            let occupancy = state.occupancy_sum / f64::from(state.samples);
             state.report = LoadReport {
-                utilization: (stats.in_flight + stats.queued_weight) as f64 / capacity,
-                occupancy: stats.in_flight as f64 / capacity,
+                utilization: occupancy,
+                occupancy,
                 rps: admitted_now as f64 / seconds,
                 eps: refused_now as f64 / seconds,
                 refused_share: match admitted_now + refused_now {
@@ -262,6 +285,8 @@ impl LoadReporter {
             state.at = now;
             state.admitted = admitted;
             state.refused = refused;
+            state.occupancy_sum = 0.0;
+            state.samples = 0;
         }
         state.report.clone()
     }
@@ -372,5 +397,37 @@ mod tests {
         assert_eq!((report.occupancy, report.utilization), (1.0, 1.0));
         assert_eq!(report.agent_check_reply(true), "up 40%\n");
         drop((a, b));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn utilization_averages_the_occupancy_each_report_saw_and_leaves_the_queue_out() {
+        let limiter = Limiter::builder()
+            .capacity(4)
+            .classes([crate::ClassSpec::new("critical", 0).max_wait(Duration::from_secs(60))])
+            .build()
+            .unwrap();
+        let reporter = LoadReporter::new(limiter.clone()).interval(Duration::from_secs(1));
+        let mut held = Vec::new();
+        // Responses leave with 0, 1 and 2 of the 4 slots taken.
+        for _ in 0..3 {
+            reporter.report();
+            held.push(limiter.acquire("critical", 1, "a").await.unwrap());
+        }
+        // At the refresh, all 4 are taken and 4 calls wait.
+        held.push(limiter.acquire("critical", 1, "a").await.unwrap());
+        let waiting: Vec<_> = (0..4)
+            .map(|_| tokio::spawn(limiter.acquire("critical", 1, "b")))
+            .collect();
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(limiter.stats().queued, 4);
+        let report = reporter.report();
+        // (0 + 0.25 + 0.5 + 1) / 4 samples.
+        assert_eq!(report.utilization, 0.4375);
+        assert_eq!(report.occupancy, report.utilization);
+        assert_eq!(report.queued, 4);
+        drop(held);
+        for w in waiting {
+            drop(w.await.unwrap().unwrap());
+        }
     }
 }

@@ -34,6 +34,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if scenario.fleet.is_some() && args.seeds.is_none() && !args.algorithms {
+        return fleet(&scenario, &args);
+    }
     if let Some(seeds) = args.seeds.clone() {
         let rows = shed_lab::seeds::across_seeds(&scenario, &args.factors, seeds.clone());
         if args.json {
@@ -106,6 +109,36 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
         eprintln!("wrote {}", path.display());
+    }
+    ExitCode::SUCCESS
+}
+
+/// A scenario with a `[fleet]`: every balancer, with and without its
+/// retry, under each policy asked for.
+fn fleet(scenario: &Scenario, args: &shed_lab::cli::Args) -> ExitCode {
+    let reports: Vec<_> = args
+        .factors
+        .iter()
+        .flat_map(|&f| shed_lab::fleet::compare(scenario, &args.policies, f))
+        .collect();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&reports).expect("reports serialise")
+        );
+    } else {
+        let fleet = scenario.fleet.as_ref().expect("a fleet");
+        let offered: f64 = scenario.traffic.iter().map(|t| t.rps).sum();
+        println!(
+            "{}: {:.0} rps offered to {} replicas of {:.0} rps ({} slots each), {} s simulated\n",
+            scenario.name,
+            offered,
+            fleet.replicas,
+            scenario.capacity_rps(),
+            scenario.limiter.capacity,
+            scenario.seconds
+        );
+        print!("{}", shed_lab::fleet::table(&reports));
     }
     ExitCode::SUCCESS
 }

@@ -1,0 +1,277 @@
+//! One replica of a fleet: a process with its own admission (the real
+//! limiter under `shed`) and its own server model, which can be slowed,
+//! lost, stopped and started again cold.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use shed::{Limiter, LoadReporter, Policy, Readiness};
+use tokio::sync::{watch, Semaphore};
+use tokio::time::Instant;
+use tower::{Service, ServiceExt};
+
+use crate::engine::shed_config;
+use crate::scenario::Scenario;
+use crate::server::Server;
+use crate::PolicyKind;
+
+/// How long shed's readiness measures a refusal rate over.
+const READINESS_WINDOW: Duration = Duration::from_secs(1);
+
+/// Why a replica did not answer a request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Refusal {
+    /// Counted under this reason.
+    pub(crate) reason: String,
+    /// Whether the balancer may send the request to another replica: a
+    /// refusal before any work (a 503, a refused connection), not a
+    /// request lost with its replica or refused as unable to meet its
+    /// deadline (a 504).
+    pub(crate) retryable: bool,
+}
+
+impl Refusal {
+    pub(crate) fn new(reason: impl Into<String>, retryable: bool) -> Self {
+        Self {
+            reason: reason.into(),
+            retryable,
+        }
+    }
+}
+
+/// The admission side of one process under one policy.
+enum Admission {
+    Fifo(Arc<Semaphore>),
+    Tower(tower::limit::GlobalConcurrencyLimitLayer),
+    QueueWait(Arc<Semaphore>),
+    Shed(Limiter),
+}
+
+/// One run of a replica's process, from a start to its loss or stop.
+pub(crate) struct Process {
+    admission: Admission,
+    server: Server,
+    /// When it started; `None` for a process already running (warm) when
+    /// the simulation began.
+    started: Option<Instant>,
+    /// The load reports it would attach to its responses (`shed` only).
+    reporter: Option<LoadReporter>,
+    /// Its readiness check (`shed` only; the others are always ready).
+    readiness: Option<Arc<Readiness>>,
+    /// Set when the process dies: what it was doing fails.
+    killed: watch::Sender<bool>,
+}
+
+impl Process {
+    fn start(scenario: &Scenario, policy: PolicyKind, report_interval: Duration) -> Self {
+        let capacity = scenario.limiter.capacity as usize;
+        let admission = match policy {
+            PolicyKind::None => Admission::Fifo(Arc::new(Semaphore::new(capacity))),
+            PolicyKind::QueueWait => Admission::QueueWait(Arc::new(Semaphore::new(capacity))),
+            PolicyKind::RejectWhenFull => {
+                Admission::Tower(tower::limit::GlobalConcurrencyLimitLayer::new(capacity))
+            }
+            PolicyKind::Shed => {
+                Admission::Shed(shed_config(scenario).build().expect("validated scenario"))
+            }
+        };
+        let (reporter, readiness) = match &admission {
+            Admission::Shed(limiter) => (
+                Some(LoadReporter::new(limiter.clone()).interval(report_interval)),
+                Some(
+                    Readiness::new(limiter.clone())
+                        .window(READINESS_WINDOW)
+                        .start(),
+                ),
+            ),
+            _ => (None, None),
+        };
+        Self {
+            admission,
+            server: Server::new(scenario.server.as_ref()),
+            started: Some(Instant::now()),
+            reporter,
+            readiness,
+            killed: watch::channel(false).0,
+        }
+    }
+}
+
+/// What the balancer can read from a replica at a refresh.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Reading {
+    /// Its load report, if it makes them (`shed` only).
+    pub(crate) report: Option<shed::LoadReport>,
+    /// Its readiness check.
+    pub(crate) ready: bool,
+}
+
+/// A replica: the process running now, if any, and what slows it.
+pub(crate) struct Replica {
+    process: RefCell<Option<Rc<Process>>>,
+    /// The factor on its service times set by `slow` events.
+    slow: Cell<f64>,
+}
+
+impl Replica {
+    /// A replica whose process was running before the simulation began:
+    /// warm.
+    pub(crate) fn running(
+        scenario: &Scenario,
+        policy: PolicyKind,
+        report_interval: Duration,
+    ) -> Self {
+        let process = Process {
+            started: None,
+            ..Process::start(scenario, policy, report_interval)
+        };
+        Self {
+            process: RefCell::new(Some(Rc::new(process))),
+            slow: Cell::new(1.0),
+        }
+    }
+
+    /// Whether a process is running.
+    pub(crate) fn is_up(&self) -> bool {
+        self.process.borrow().is_some()
+    }
+
+    /// Starts a new process (cold), replacing any running one.
+    pub(crate) fn start(&self, scenario: &Scenario, policy: PolicyKind, report_interval: Duration) {
+        self.lose();
+        *self.process.borrow_mut() =
+            Some(Rc::new(Process::start(scenario, policy, report_interval)));
+    }
+
+    /// The process dies: requests in progress fail.
+    pub(crate) fn lose(&self) {
+        if let Some(process) = self.process.borrow_mut().take() {
+            process.killed.send_replace(true);
+        }
+    }
+
+    /// Multiplies its service times by `factor` from now on.
+    pub(crate) fn slow_down(&self, factor: f64) {
+        self.slow.set(factor);
+    }
+
+    /// How long its process has run (`Duration::MAX` if warm from the
+    /// start), if it runs.
+    pub(crate) fn uptime(&self) -> Option<Duration> {
+        self.process.borrow().as_ref().map(|p| p.uptime())
+    }
+
+    /// The factor on its service times set by `slow` events.
+    pub(crate) fn slow_factor(&self) -> f64 {
+        self.slow.get()
+    }
+
+    /// What a balancer reads from it now: nothing from a replica that is
+    /// down (its health check fails).
+    pub(crate) fn read(&self) -> Option<Reading> {
+        let process = self.process.borrow().clone()?;
+        let ready = process.readiness.as_ref().is_none_or(|r| r.is_ready());
+        Some(Reading {
+            report: process.reporter.as_ref().map(LoadReporter::report),
+            ready,
+        })
+    }
+
+    /// Serves one request: admission, then the work on its server.
+    /// `work(slow, uptime)` draws the service time once the request is
+    /// admitted, from the replica's `slow` factor and its process's uptime
+    /// (how cold it is). `deadline` travels with the request if given.
+    pub(crate) async fn serve(
+        &self,
+        policy: &'static Policy,
+        max_wait: Duration,
+        deadline: Option<Instant>,
+        work: impl FnOnce(f64, Duration) -> Duration,
+    ) -> Result<(), Refusal> {
+        let Some(process) = self.process.borrow().clone() else {
+            return Err(Refusal::new("connection refused", true));
+        };
+        let mut killed = process.killed.subscribe();
+        let factor = self.slow.get();
+        let serve = process.serve(policy, max_wait, deadline, work, factor);
+        tokio::select! {
+            result = serve => result,
+            _ = killed.wait_for(|dead| *dead) => Err(Refusal::new("replica lost", false)),
+        }
+    }
+}
+
+impl Process {
+    /// How long it has run: forever, for a warm one.
+    fn uptime(&self) -> Duration {
+        self.started.map_or(Duration::MAX, |s| s.elapsed())
+    }
+
+    async fn serve(
+        &self,
+        policy: &'static Policy,
+        max_wait: Duration,
+        deadline: Option<Instant>,
+        work: impl FnOnce(f64, Duration) -> Duration,
+        slow: f64,
+    ) -> Result<(), Refusal> {
+        let arrival = Instant::now();
+        let weight = policy.weight();
+        // Drawn once admitted, at the speed of that moment.
+        let draw = Cell::new(Some(work));
+        let run = || async {
+            let work = draw.take().expect("admitted once");
+            let time = work(slow, self.uptime());
+            self.server.execute(time).await;
+        };
+        match &self.admission {
+            Admission::Fifo(slots) => {
+                let _permit = slots.acquire_many(weight).await.expect("never closed");
+                run().await;
+                Ok(())
+            }
+            Admission::QueueWait(slots) => {
+                let permit = slots.acquire_many(weight).await.expect("never closed");
+                if arrival.elapsed() > max_wait {
+                    drop(permit);
+                    return Err(Refusal::new("max_wait", true));
+                }
+                run().await;
+                Ok(())
+            }
+            Admission::Tower(limit) => {
+                let work = tower::service_fn(|()| async {
+                    run().await;
+                    Ok::<(), std::convert::Infallible>(())
+                });
+                let mut stack = tower::ServiceBuilder::new()
+                    .load_shed()
+                    .layer(limit.clone())
+                    .service(work);
+                let ready = stack.ready().await.expect("load_shed is always ready");
+                ready
+                    .call(())
+                    .await
+                    .map_err(|_overloaded| Refusal::new("overloaded", true))
+            }
+            Admission::Shed(limiter) => {
+                let guarded = shed::run_guarded(policy, run());
+                let result = match deadline {
+                    Some(deadline) => limiter.scope(shed::with_deadline(deadline, guarded)).await,
+                    None => limiter.scope(guarded).await,
+                };
+                // Every response carries a load report, as behind the
+                // runtime's `OrcaLayer`: each is a sample of the occupancy.
+                if let Some(reporter) = &self.reporter {
+                    reporter.report();
+                }
+                result.map_err(|rejected| {
+                    let retryable = rejected.reason() != shed::Reason::Deadline;
+                    Refusal::new(rejected.reason().to_string(), retryable)
+                })
+            }
+        }
+    }
+}
