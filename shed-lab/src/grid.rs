@@ -172,6 +172,7 @@ pub fn scenario(shape: &Shape, contender: Contender, seed: u64) -> Scenario {
         }),
         adaptive: None,
         overload: None,
+        clients: None,
     };
     if contender == Contender::HandTuned {
         scenario.limiter = LimiterConfig {

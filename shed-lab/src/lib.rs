@@ -31,6 +31,7 @@ mod engine;
 pub mod grid;
 pub mod plot;
 pub mod report;
+pub mod retries;
 pub mod scenario;
 pub mod seeds;
 mod server;

@@ -12,6 +12,7 @@
 //! mode = "enforce"      # optional: enforce | observe | off
 //! codel = true          # optional: CoDel on the wait queue (codel_target = "5ms", codel_interval = "100ms")
 //! lifo = true           # optional: adaptive LIFO (newest first while the queue stands)
+//! retries_yield = false # optional: retries wait in arrival order (default: behind first attempts)
 //!
 //! [[class]]             # optional: override or add classes
 //! name = "critical"
@@ -49,6 +50,9 @@
 //! exit = 0.9
 //! smoothing = 0.3
 //! tick = "1s"
+//!
+//! [clients]             # optional: clients with a retry policy (see `retries`)
+//! policy = "budget"     # none | immediate | backoff | budget | budget+throttle
 //!
 //! [[event]]
 //! at = "1s"
@@ -182,6 +186,8 @@ pub struct LimiterConfig {
     /// Adaptive LIFO: serve the newest waiter first while the queue stands.
     #[serde(default)]
     pub lifo: bool,
+    /// Whether retries wait behind first attempts (default: the library's, on).
+    pub retries_yield: Option<bool>,
 }
 
 fn default_capacity() -> u32 {
@@ -199,6 +205,7 @@ impl Default for LimiterConfig {
             codel_target: None,
             codel_interval: None,
             lifo: false,
+            retries_yield: None,
         }
     }
 }
@@ -383,6 +390,8 @@ pub struct Scenario {
     pub adaptive: Option<AdaptiveConfig>,
     /// Hysteresis for the `shed` policy (default: none).
     pub overload: Option<OverloadConfig>,
+    /// Clients with a retry policy (default: the streams' own `retries`).
+    pub clients: Option<crate::retries::ClientsConfig>,
 }
 
 impl Scenario {
@@ -497,6 +506,9 @@ impl Scenario {
                     a.min, a.max
                 ));
             }
+        }
+        if let Some(clients) = &self.clients {
+            problems.extend(clients.problems());
         }
         if self.traffic.is_empty() {
             problems.push("at least one `[[traffic]]` table is needed".into());
