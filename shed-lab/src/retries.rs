@@ -318,6 +318,8 @@ struct Ticks {
     requests: Vec<u64>,
     /// Requests answered in time, by the tick of their arrival.
     good: Vec<u64>,
+    /// Of those, answered at their first attempt.
+    first_good: Vec<u64>,
     /// First attempts sent, by the tick they were sent.
     first: Vec<u64>,
     /// Retries sent, by the tick they were sent.
@@ -350,6 +352,8 @@ pub(crate) enum Event {
     Request,
     /// A request (arrived at the instant given) was answered in time.
     Good,
+    /// And at its first attempt.
+    FirstGood,
     /// A first attempt was sent.
     First,
     /// A retry was sent.
@@ -385,6 +389,7 @@ impl Clients {
         let v = match event {
             Event::Request => &mut t.requests,
             Event::Good => &mut t.good,
+            Event::FirstGood => &mut t.first_good,
             Event::First => &mut t.first,
             Event::Retry => &mut t.retries,
             Event::Refused => &mut t.refused,
@@ -415,6 +420,7 @@ impl Clients {
                     second: s as u32,
                     requests: sum(&t.requests, r.clone()),
                     good: sum(&t.good, r.clone()),
+                    first_good: sum(&t.first_good, r.clone()),
                     first_attempts: first,
                     retries,
                     offered: first + retries,
@@ -445,6 +451,7 @@ impl Clients {
             } else {
                 round3(good as f64 / requests as f64)
             },
+            first_good: sum(&t.first_good, 0..n_ticks),
             first_attempts: first,
             retries,
             refused: sum(&t.refused, 0..n_ticks),
@@ -522,6 +529,8 @@ pub struct ClientSecond {
     pub requests: u64,
     /// Of those, answered in time (retries included).
     pub good: u64,
+    /// Of those, answered in time at their first attempt.
+    pub first_good: u64,
     /// First attempts sent in it.
     pub first_attempts: u64,
     /// Retries sent in it.
@@ -549,6 +558,8 @@ pub struct ClientReport {
     pub goodput_rps: f64,
     /// `good / requests`.
     pub good_share: f64,
+    /// Requests answered in time at their first attempt.
+    pub first_good: u64,
     /// First attempts sent.
     pub first_attempts: u64,
     /// Retries sent.

@@ -45,6 +45,9 @@ pub(super) async fn request(sim: Rc<Sim>, stream: usize) {
             Outcome::Answered => {
                 client.answered(true);
                 clients.count(Event::Good, arrival);
+                if attempt == 1 {
+                    clients.count(Event::FirstGood, arrival);
+                }
                 return;
             }
             Outcome::Refused(retry_after) => {
