@@ -269,13 +269,10 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
         point.limit = limits.get(second).copied();
     }
     if let (Some(clients), Some(config)) = (&sim.clients, &sim.scenario.clients) {
-        let trigger_end = sim
-            .scenario
-            .events
-            .iter()
-            .map(|e| e.at.0.as_secs_f64())
-            .reduce(f64::max);
-        report.clients = Some(clients.report(config.policy, sim.scenario.seconds, trigger_end));
+        // The trigger: from the first event to the last.
+        let at = || sim.scenario.events.iter().map(|e| e.at.0.as_secs_f64());
+        let trigger = at().reduce(f64::min).zip(at().reduce(f64::max));
+        report.clients = Some(clients.report(config.policy, sim.scenario.seconds, trigger));
     }
     if let Some(state) = *overload_watch.lock().expect("not poisoned") {
         report.shedding_transitions = Some(state.transitions);

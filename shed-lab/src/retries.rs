@@ -399,13 +399,15 @@ impl Clients {
     }
 
     /// The report of a run that measured `seconds` and whose load changed
-    /// last at `trigger_end` (seconds into the window), if ever.
+    /// first at `trigger.0` and last at `trigger.1` (seconds into the
+    /// window), if ever.
     pub(crate) fn report(
         &self,
         policy: ClientPolicy,
         seconds: f64,
-        trigger_end: Option<f64>,
+        trigger: Option<(f64, f64)>,
     ) -> ClientReport {
+        let trigger_end = trigger.map(|t| t.1);
         let t = self.ticks.borrow();
         let ticks_per_second = (Duration::from_secs(1).as_nanos() / TICK.as_nanos()) as usize;
         let n_ticks = (seconds / TICK.as_secs_f64()).round() as usize;
@@ -441,8 +443,13 @@ impl Clients {
             )
             .map(|ticks| round1(ticks as f64 * TICK.as_secs_f64()))
         });
+        let trigger_first_goodput_rps = trigger.filter(|t| t.1 > t.0).map(|(from, to)| {
+            let tick = |s: f64| (s / TICK.as_secs_f64()).round() as usize;
+            round1(sum(&t.first_good, tick(from)..tick(to)) as f64 / (to - from))
+        });
         ClientReport {
             policy: policy.name().to_string(),
+            trigger_first_goodput_rps,
             requests,
             good,
             goodput_rps: round1(good as f64 / seconds),
@@ -560,6 +567,9 @@ pub struct ClientReport {
     pub good_share: f64,
     /// Requests answered in time at their first attempt.
     pub first_good: u64,
+    /// Of those, per second from the scenario's first event to its last
+    /// (the trigger), if it has two.
+    pub trigger_first_goodput_rps: Option<f64>,
     /// First attempts sent.
     pub first_attempts: u64,
     /// Retries sent.
@@ -613,11 +623,12 @@ pub fn compare_clients(
 /// amplification, time to recover.
 pub fn table(reports: &[Report]) -> String {
     let mut out = format!(
-        "{:<17} {:<16} {:>9} {:>7} {:>9} {:>11} {:>8} {:>9} {:>10}\n",
+        "{:<17} {:<16} {:>9} {:>7} {:>13} {:>9} {:>11} {:>8} {:>9} {:>10}\n",
         "server",
         "clients",
         "goodput",
         "in time",
+        "1st, trigger",
         "retries",
         "amplif.",
         "max/s",
@@ -632,11 +643,13 @@ pub fn table(reports: &[Report]) -> String {
             (Some(_), None) => "never".to_string(),
         };
         out.push_str(&format!(
-            "{:<17} {:<16} {:>5.0} rps {:>6.1}% {:>9} {:>11.3} {:>8.2} {:>9} {:>10}\n",
+            "{:<17} {:<16} {:>5.0} rps {:>6.1}% {:>13} {:>9} {:>11.3} {:>8.2} {:>9} {:>10}\n",
             r.policy,
             c.policy,
             c.goodput_rps,
             100.0 * c.good_share,
+            c.trigger_first_goodput_rps
+                .map_or("-".into(), |g| format!("{g:.0} rps")),
             c.retries,
             c.amplification,
             c.max_amplification,
