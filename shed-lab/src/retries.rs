@@ -682,6 +682,22 @@ mod tests {
     }
 
     #[test]
+    fn a_clients_table_with_bad_values_says_which() {
+        let mut config = ClientsConfig::new(ClientPolicy::BudgetThrottle);
+        config.retries = 1000;
+        config.budget_ratio = Some(-0.1);
+        config.throttle_k = Some(0.5);
+        config.throttle_window = Some(Dur(Duration::ZERO));
+        let problems = config.problems().join("; ");
+        for key in ["retries", "budget_ratio", "throttle_k", "throttle_window"] {
+            assert!(problems.contains(&format!("`clients.{key}`")), "{problems}");
+        }
+        assert!(ClientsConfig::new(ClientPolicy::Budget)
+            .problems()
+            .is_empty());
+    }
+
+    #[test]
     fn policies_parse_by_name_and_say_what_is_expected() {
         for p in ClientPolicy::ALL {
             assert_eq!(p.name().parse::<ClientPolicy>(), Ok(p));

@@ -509,6 +509,15 @@ impl Scenario {
         }
         if let Some(clients) = &self.clients {
             problems.extend(clients.problems());
+            if self
+                .traffic
+                .iter()
+                .any(|t| t.retries > 0 || t.retry.is_some())
+            {
+                problems.push(
+                    "`[clients]` gives every stream its retries: remove `retries` and `retry` from `[[traffic]]`".into(),
+                );
+            }
         }
         if self.traffic.is_empty() {
             problems.push("at least one `[[traffic]]` table is needed".into());

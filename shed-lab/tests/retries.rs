@@ -54,6 +54,16 @@ fn the_seeds_retry_arithmetic_8000_on_5000_then_11000_and_6000_refused() {
     for s in &budget.per_second {
         assert!(s.offered as f64 <= 1.11 * s.first_attempts as f64, "{s:?}");
     }
+    // The service accepts 5 calls in 8, more than the throttle's 1 in
+    // K = 2: it holds back almost nothing (it threw away 85% of the first
+    // second when calls in flight counted as refusals).
+    let throttled = clients(&scenario, PolicyKind::Shed, ClientPolicy::BudgetThrottle);
+    assert!(
+        throttled.throttled * 100 < throttled.requests,
+        "{} of {} throttled",
+        throttled.throttled,
+        throttled.requests
+    );
 }
 
 /// The seconds of the metastable scenario's trigger (3x from 2 s to 12 s).
