@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::PolicyKind;
 
 /// What `--help` and every usage error print.
-pub const USAGE: &str = "usage: overload [SCENARIO.toml] [--policy none|reject-when-full|queue-wait|shed] [--compare] [--algorithms] [--sweep 0.5,1,2,3] [--seeds 0..16] [--json] [--plot FILE.svg]";
+pub const USAGE: &str = "usage: overload [SCENARIO.toml] [--policy none|reject-when-full|queue-wait|shed] [--compare] [--algorithms] [--sweep 0.5,1,2,3] [--seeds 0..16] [--json] [--plot FILE.svg] [--clients none,immediate,backoff,budget,budget+throttle]";
 
 /// A run of the lab, as the command line asks for it.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,8 @@ pub struct Args {
     pub algorithms: bool,
     /// Run every seed of this range and report worst and mean.
     pub seeds: Option<Range<u64>>,
+    /// Run each of these client retry policies (see [`crate::retries`]).
+    pub clients: Option<Vec<crate::retries::ClientPolicy>>,
 }
 
 /// Parses the arguments after the program's name; `default_scenario` is
@@ -44,6 +46,7 @@ pub fn parse(
     let mut plot = None;
     let mut algorithms = false;
     let mut seeds = None;
+    let mut clients = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value\n{USAGE}"));
@@ -82,6 +85,11 @@ pub fn parse(
                 }
             }
             "--plot" => plot = Some(PathBuf::from(value("--plot")?)),
+            "--clients" => {
+                let list = value("--clients")?;
+                let parsed: Result<Vec<_>, _> = list.split(',').map(str::parse).collect();
+                clients = Some(parsed?);
+            }
             "-h" | "--help" => return Err(USAGE.to_string()),
             flag if flag.starts_with('-') => return Err(format!("unknown flag `{flag}`\n{USAGE}")),
             path if scenario.is_none() => scenario = Some(PathBuf::from(path)),
@@ -116,6 +124,7 @@ pub fn parse(
         plot,
         algorithms,
         seeds,
+        clients,
     })
 }
 
@@ -186,6 +195,7 @@ mod tests {
             ("--policy shed --compare", "exclude each other"),
             ("--plot p.svg", "--plot draws a sweep"),
             ("--frobnicate", "unknown flag `--frobnicate`"),
+            ("--clients budget,storm", "unknown client policy `storm`"),
             ("a.toml b.toml", "unexpected argument `b.toml`"),
             ("--sweep", "--sweep needs a value"),
             ("--help", "usage: overload"),

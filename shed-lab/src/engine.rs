@@ -17,6 +17,8 @@ use crate::report::{phase_reports, Report, Tally, TICK};
 use crate::scenario::{Arrivals, RetryDelay, Scenario, ServiceDist};
 use crate::server::Server;
 
+mod requests;
+
 /// How the simulated server admits calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PolicyKind {
@@ -125,6 +127,8 @@ struct Sim {
     /// Traffic stops here: after the window, for the longest timeout.
     load_end: Instant,
     outstanding: Cell<u64>,
+    /// The clients' retry policies, if the scenario has `[clients]`.
+    clients: Option<crate::retries::Clients>,
 }
 
 async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report {
@@ -185,6 +189,10 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
         window_end,
         load_end: window_end + longest_timeout.unwrap_or_default(),
         outstanding: Cell::new(0),
+        clients: scenario
+            .clients
+            .as_ref()
+            .map(|c| crate::retries::Clients::new(c, scenario.traffic.len(), start, window_end)),
         streams,
         admission,
         server: Server::new(scenario.server.as_ref()),
@@ -263,6 +271,12 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
     for (second, point) in report.timeline.iter_mut().enumerate() {
         point.limit = limits.get(second).copied();
     }
+    if let (Some(clients), Some(config)) = (&sim.clients, &sim.scenario.clients) {
+        // The trigger: from the first event to the last.
+        let at = || sim.scenario.events.iter().map(|e| e.at.0.as_secs_f64());
+        let trigger = at().reduce(f64::min).zip(at().reduce(f64::max));
+        report.clients = Some(clients.report(config.policy, sim.scenario.seconds, trigger));
+    }
     if let Some(state) = *overload_watch.lock().expect("not poisoned") {
         report.shedding_transitions = Some(state.transitions);
     }
@@ -303,6 +317,9 @@ pub fn shed_config(scenario: &Scenario) -> Config {
     }
     if l.lifo {
         config = config.adaptive_lifo(true);
+    }
+    if let Some(on) = l.retries_yield {
+        config = config.retries_yield(on);
     }
     config
 }
@@ -359,7 +376,9 @@ async fn arrivals(sim: Rc<Sim>, stream: usize) {
             return;
         }
         tokio::time::sleep_until(next).await;
-        if rps > 0.0 {
+        if rps > 0.0 && sim.clients.is_some() {
+            tokio::task::spawn_local(requests::request(sim.clone(), stream));
+        } else if rps > 0.0 {
             tokio::task::spawn_local(call(sim.clone(), stream, 0));
         }
     }
@@ -550,6 +569,7 @@ impl Sim {
             adaptive: None,
             limit_direction_changes: None,
             shedding_transitions: None,
+            clients: None,
             phases,
         }
     }

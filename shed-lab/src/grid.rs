@@ -173,6 +173,7 @@ pub fn scenario(shape: &Shape, contender: Contender, seed: u64) -> Scenario {
         adaptive: None,
         overload: None,
         fleet: None,
+        clients: None,
     };
     if contender == Contender::HandTuned {
         scenario.limiter = LimiterConfig {

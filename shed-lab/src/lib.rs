@@ -33,6 +33,7 @@ pub mod fleet;
 pub mod grid;
 pub mod plot;
 pub mod report;
+pub mod retries;
 pub mod scenario;
 pub mod seeds;
 mod server;

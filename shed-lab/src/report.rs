@@ -60,6 +60,9 @@ pub struct Report {
     /// How often the overload controller started or stopped shedding.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shedding_transitions: Option<u32>,
+    /// What the clients did, when the scenario has a `[clients]` table.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clients: Option<crate::retries::ClientReport>,
     /// The stretches between the scenario's events, with how long the
     /// policy took to serve near the best possible goodput in each.
     pub phases: Vec<PhaseReport>,

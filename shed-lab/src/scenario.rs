@@ -12,6 +12,7 @@
 //! mode = "enforce"      # optional: enforce | observe | off
 //! codel = true          # optional: CoDel on the wait queue (codel_target = "5ms", codel_interval = "100ms")
 //! lifo = true           # optional: adaptive LIFO (newest first while the queue stands)
+//! retries_yield = false # optional: retries wait in arrival order (default: behind first attempts)
 //!
 //! [[class]]             # optional: override or add classes
 //! name = "critical"
@@ -49,6 +50,9 @@
 //! exit = 0.9
 //! smoothing = 0.3
 //! tick = "1s"
+//!
+//! [clients]             # optional: clients with a retry policy (see `retries`)
+//! policy = "budget"     # none | immediate | backoff | budget | budget+throttle
 //!
 //! [[event]]
 //! at = "1s"
@@ -186,6 +190,8 @@ pub struct LimiterConfig {
     /// Adaptive LIFO: serve the newest waiter first while the queue stands.
     #[serde(default)]
     pub lifo: bool,
+    /// Whether retries wait behind first attempts (default: the library's, on).
+    pub retries_yield: Option<bool>,
 }
 
 fn default_capacity() -> u32 {
@@ -203,6 +209,7 @@ impl Default for LimiterConfig {
             codel_target: None,
             codel_interval: None,
             lifo: false,
+            retries_yield: None,
         }
     }
 }
@@ -394,6 +401,8 @@ pub struct Scenario {
     pub overload: Option<OverloadConfig>,
     /// Replicas behind a balancer (default: one instance, no balancer).
     pub fleet: Option<crate::fleet::FleetConfig>,
+    /// Clients with a retry policy (default: the streams' own `retries`).
+    pub clients: Option<crate::retries::ClientsConfig>,
 }
 
 impl Scenario {
@@ -510,14 +519,26 @@ impl Scenario {
                 ));
             }
         }
+        if let Some(clients) = &self.clients {
+            problems.extend(clients.problems());
+            if self
+                .traffic
+                .iter()
+                .any(|t| t.retries > 0 || t.retry.is_some())
+            {
+                problems.push(
+                    "`[clients]` gives every stream its retries: remove `retries` and `retry` from `[[traffic]]`".into(),
+                );
+            }
+        }
         if self.traffic.is_empty() {
             problems.push("at least one `[[traffic]]` table is needed".into());
         }
         if let Some(fleet) = &self.fleet {
             problems.extend(fleet.problems());
-            if self.traffic.iter().any(|t| t.retries > 0) {
+            if self.traffic.iter().any(|t| t.retries > 0) || self.clients.is_some() {
                 problems.push(
-                    "client retries (`traffic.retries`) are not simulated in a fleet: use `fleet.retry`".into(),
+                    "client retries (`traffic.retries`, `[clients]`) are not simulated in a fleet: use `fleet.retry`".into(),
                 );
             }
             if self.adaptive.is_some() || self.overload.is_some() {

@@ -163,7 +163,7 @@ fn what_a_fleet_does_not_simulate_is_refused_with_the_reason() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("client retries (`traffic.retries`) are not simulated in a fleet"),
+        e.contains("client retries (`traffic.retries`, `[clients]`) are not simulated in a fleet"),
         "{e}"
     );
     assert!(

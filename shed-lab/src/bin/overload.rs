@@ -7,6 +7,7 @@
 //! cargo run --release -p shed-lab -- --sweep 0.5,1,2,3 --plot sweep.svg
 //! cargo run --release -p shed-lab -- --compare --json
 //! cargo run --release -p shed-lab -- examples/scenarios/anchor.toml --sweep 1,1.5 --seeds 0..16
+//! cargo run --release -p shed-lab -- examples/scenarios/metastable.toml --policy shed --clients budget
 //! ```
 
 use std::path::Path;
@@ -70,6 +71,25 @@ fn main() -> ExitCode {
                 scenario.name
             );
             print!("{}", report::algorithm_table(&reports));
+        }
+        return ExitCode::SUCCESS;
+    }
+    if let Some(clients) = &args.clients {
+        let reports: Vec<Report> = args
+            .factors
+            .iter()
+            .flat_map(|&f| {
+                shed_lab::retries::compare_clients(&scenario, &args.policies, clients, f)
+            })
+            .collect();
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&reports).expect("reports serialise")
+            );
+        } else {
+            println!("{}: server policy x client retry policy\n", scenario.name);
+            print!("{}", shed_lab::retries::table(&reports));
         }
         return ExitCode::SUCCESS;
     }

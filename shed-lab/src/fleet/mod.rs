@@ -471,6 +471,7 @@ impl Sim {
                 })
                 .collect(),
             adaptive: None,
+            clients: None,
             limit_direction_changes: None,
             shedding_transitions: None,
             phases: Vec::new(),
