@@ -4,6 +4,7 @@
 mod admission;
 pub(crate) mod core;
 pub mod discipline;
+mod learned;
 mod load;
 mod permit;
 pub(crate) mod queue;
@@ -23,6 +24,7 @@ pub use admission::Admission;
 pub use permit::Permit;
 
 use self::core::Core;
+use self::learned::Learned;
 use self::queue::{Status, Waiter};
 use crate::class::ClassState;
 use crate::config::{Config, ConfigErrors};
@@ -71,35 +73,6 @@ pub(crate) struct Inner {
     /// The default adaptive limit, unless the capacity is fixed.
     pub(crate) auto: Option<crate::adaptive::AutoControl>,
     pub(crate) learned: Learned,
-}
-
-/// The service times this limiter learned, per guarded fn. The
-/// process-wide limiter keeps them in each fn's own `static` (no lock, no
-/// lookup); any other limiter in a table of its own, so that what one
-/// limiter learns never decides for another.
-#[derive(Default)]
-pub(crate) struct Learned {
-    global: std::sync::atomic::AtomicBool,
-    others: std::sync::Mutex<std::collections::HashMap<usize, Arc<ServiceEstimate>>>,
-}
-
-impl Learned {
-    /// Runs `f` on this limiter's estimate for the fn of `stats`.
-    pub(crate) fn with<R>(
-        &self,
-        stats: &'static PolicyStats,
-        f: impl FnOnce(&ServiceEstimate) -> R,
-    ) -> R {
-        if self.global.load(Ordering::Relaxed) {
-            return f(&stats.global_service);
-        }
-        let estimate = {
-            let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
-            let key = std::ptr::from_ref(stats) as usize;
-            Arc::clone(others.entry(key).or_default())
-        };
-        f(&estimate)
-    }
 }
 
 static GLOBAL: OnceLock<Limiter> = OnceLock::new();
@@ -155,16 +128,17 @@ impl Limiter {
         auto: Option<crate::adaptive::AutoControl>,
     ) -> Self {
         let classes_len = classes.len();
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Self {
             inner: Arc::new(Inner {
-                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                id,
                 core: Core::new(capacity, classes, queue_bound, discipline),
                 mode: AtomicU8::new(mode.to_u8()),
                 default_service,
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
                 totals: crate::metrics::AdmittedTotals::new(classes_len),
                 window: Default::default(),
-                learned: Learned::default(),
+                learned: Learned::new(id),
                 auto,
             }),
         }
