@@ -9,6 +9,7 @@ mod load;
 mod permit;
 pub(crate) mod queue;
 pub(crate) mod state;
+mod wait_timer;
 
 #[cfg(all(test, shed_loom))]
 mod loom_tests;
@@ -25,7 +26,7 @@ pub use permit::Permit;
 
 use self::core::Core;
 use self::learned::Learned;
-use self::queue::{Status, Waiter};
+use self::queue::Status;
 use crate::class::ClassState;
 use crate::config::{Config, ConfigErrors};
 use crate::estimate::ServiceEstimate;
@@ -461,9 +462,10 @@ impl Held {
         }
         let timer = Admission::timer(gives_up.0);
         let retry = self.core.discipline.retries_yield && crate::context::current_attempt() > 1;
-        let waiter = Waiter::new(class, weight, arrived, Some(gives_up), deadline, retry);
+        let waiter =
+            wait_timer::new_waiter(class, weight, arrived, gives_up, deadline, retry, timer);
         match self.core.enqueue(&waiter) {
-            Status::Pending => Admission::waiting(self, waiter, timer, name, expected, stats),
+            Status::Pending => Admission::waiting(self, waiter, name, expected, stats),
             status => Admission::settled(self, waiter, status, name, expected, stats),
         }
     }

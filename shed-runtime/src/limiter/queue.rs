@@ -39,11 +39,19 @@ pub(crate) struct Waiter {
     /// The order in which it was queued: with `arrived`, its place in its
     /// class's queue (set under the queue lock).
     seq: AtomicU64,
+    /// When it was granted, in nanoseconds after `arrived` (set under the
+    /// queue lock before the grant is published), so that its future
+    /// reads no clock of its own for its queue wait and its permit.
+    granted_after: AtomicU64,
     status: AtomicU8,
     waker: WakerSlot,
+    /// Its budget's timer, polled by its future alone (see `wait_timer`).
+    pub(crate) timer: super::wait_timer::TimerSlot,
 }
 
 impl Waiter {
+    /// A shared waiter without a timer (the tests' way to make one).
+    #[cfg(test)]
     pub(crate) fn new(
         class: usize,
         weight: u64,
@@ -52,7 +60,21 @@ impl Waiter {
         deadline: Option<Instant>,
         retry: bool,
     ) -> Arc<Self> {
-        Arc::new(Self {
+        Arc::new(Self::fresh(
+            class, weight, arrived, gives_up, deadline, retry,
+        ))
+    }
+
+    /// A waiter not yet shared (see `wait_timer`, which sets its timer).
+    pub(crate) fn fresh(
+        class: usize,
+        weight: u64,
+        arrived: Instant,
+        gives_up: Option<(Instant, Reason)>,
+        deadline: Option<Instant>,
+        retry: bool,
+    ) -> Self {
+        Self {
             class,
             weight,
             arrived,
@@ -60,9 +82,11 @@ impl Waiter {
             deadline,
             retry,
             seq: AtomicU64::new(0),
+            granted_after: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
             waker: WakerSlot::new(),
-        })
+            timer: Default::default(),
+        }
     }
 
     pub(crate) fn status(&self) -> Status {
@@ -83,8 +107,18 @@ impl Waiter {
         self.waker.wake();
     }
 
-    pub(crate) fn grant(&self) {
+    /// Grants the waiter its slots at `now` (the dispatcher's clock).
+    pub(crate) fn grant(&self, now: Instant) {
+        let after = now.saturating_duration_since(self.arrived);
+        let nanos = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+        // Published by the status store that follows (`SeqCst`).
+        self.granted_after.store(nanos, Ordering::Relaxed);
         self.settle(GRANTED);
+    }
+
+    /// When a granted waiter was granted (read after seeing `Granted`).
+    pub(crate) fn granted_at(&self) -> Instant {
+        self.arrived + std::time::Duration::from_nanos(self.granted_after.load(Ordering::Relaxed))
     }
 
     pub(crate) fn refuse(&self, reason: Reason) {
