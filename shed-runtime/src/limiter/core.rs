@@ -296,20 +296,22 @@ impl Core {
                 loop {
                     self.refuse_stale(queue, c, &mut now);
                     let end = self.end_to_serve(queue);
-                    let Some(waiter) = queue.peek(c, end).cloned() else {
+                    // Looked at in place, taken out only once decided: no
+                    // reference count is touched for a waiter that stays.
+                    let Some(waiter) = queue.peek(c, end) else {
                         break;
                     };
-                    if let Some(reason) = self.refusal_at_dispatch(&waiter, &mut now) {
-                        queue.pop(c, end);
+                    if let Some(reason) = self.refusal_at_dispatch(waiter, &mut now) {
+                        let waiter = queue.pop(c, end).expect("peeked");
                         self.refuse_overflow(queue, &waiter, reason);
                         continue;
                     }
                     if floors_only && self.class_in_flight(c) >= floor {
                         break;
                     }
-                    match self.try_grant(&waiter) {
+                    match self.try_grant(waiter) {
                         Grant::Granted => {
-                            queue.pop(c, end);
+                            let waiter = queue.pop(c, end).expect("peeked");
                             waiter.grant(now.get());
                         }
                         Grant::NoClassRoom => break,
