@@ -61,6 +61,14 @@ impl ServiceEstimate {
         }
     }
 
+    /// Forgets everything learned, as if new (for a slot handed from one
+    /// limiter to the next).
+    pub(crate) fn reset(&self) {
+        self.nanos.store(0, Ordering::Relaxed);
+        self.anchor.store(0, Ordering::Relaxed);
+        self.window_start.store(0, Ordering::Relaxed);
+    }
+
     /// The estimate, once a call has completed.
     pub(crate) fn get(&self) -> Option<Duration> {
         match self.nanos.load(Ordering::Relaxed) {

@@ -218,9 +218,13 @@ impl serde::Serialize for Policy {
 /// What a fn has taught the limiters, updated without locks.
 pub(crate) struct PolicyStats {
     /// The service time the process-wide limiter learned; other limiters
-    /// keep theirs in a table of their own (see `limiter::Learned`), so
-    /// that limiters stay independent.
+    /// keep theirs in the slot below or a table of their own (see
+    /// `limiter::learned`), so that limiters stay independent.
     pub(crate) global_service: ServiceEstimate,
+    /// The id of the one other limiter that owns `scoped_service` (0: none).
+    pub(crate) scoped_owner: std::sync::atomic::AtomicU32,
+    /// The service time that limiter learned, read without a lock.
+    pub(crate) scoped_service: ServiceEstimate,
     /// `(limiter id << 32) | class index`, cached so that a call does not
     /// look its class up by name; `u64::MAX` until resolved.
     binding: AtomicU64,
@@ -232,6 +236,8 @@ impl PolicyStats {
     pub(crate) const fn new() -> Self {
         Self {
             global_service: ServiceEstimate::new(),
+            scoped_owner: std::sync::atomic::AtomicU32::new(0),
+            scoped_service: ServiceEstimate::new(),
             binding: AtomicU64::new(UNBOUND),
         }
     }

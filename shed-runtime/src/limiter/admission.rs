@@ -1,6 +1,7 @@
 //! The future a guarded call awaits for its slots.
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use tokio::time::{Instant, Sleep};
 
 use super::queue::{Status, Waiter};
+use super::wait_timer;
 use super::{Held, Permit};
 use crate::policy::PolicyStats;
 use crate::rejected::Rejected;
@@ -32,8 +34,8 @@ enum State {
 
 struct Wait {
     held: Held,
-    waiter: Arc<Waiter>,
-    timer: Pin<Box<Sleep>>,
+    /// Taken back (recycled) when the wait is dropped.
+    waiter: ManuallyDrop<Arc<Waiter>>,
     name: &'static str,
     expected: Duration,
     stats: Option<&'static PolicyStats>,
@@ -67,14 +69,13 @@ impl Admission {
     /// The timer a waiter needs, made before it is queued: creating one
     /// panics outside a tokio runtime with timers, and a panic after
     /// queueing would leave a waiter that nobody takes its slots from.
-    pub(crate) fn timer(gives_up: Instant) -> Pin<Box<Sleep>> {
-        Box::pin(tokio::time::sleep_until(gives_up))
+    pub(crate) fn timer(gives_up: Instant) -> Sleep {
+        tokio::time::sleep_until(gives_up)
     }
 
     pub(crate) fn waiting(
         held: Held,
         waiter: Arc<Waiter>,
-        timer: Pin<Box<Sleep>>,
         name: &'static str,
         expected: Duration,
         stats: Option<&'static PolicyStats>,
@@ -82,8 +83,7 @@ impl Admission {
         Self {
             state: State::Waiting(Wait {
                 held,
-                waiter,
-                timer,
+                waiter: ManuallyDrop::new(waiter),
                 name,
                 expected,
                 stats,
@@ -101,7 +101,9 @@ impl Admission {
         expected: Duration,
         stats: Option<&'static PolicyStats>,
     ) -> Self {
-        Self::ready(outcome(&held, &waiter, status, name, expected, stats))
+        let result = outcome(&held, &waiter, status, name, expected, stats);
+        wait_timer::recycle(waiter);
+        Self::ready(result)
     }
 }
 
@@ -144,7 +146,9 @@ fn outcome(
     let class = waiter.class;
     match status {
         Status::Granted => {
-            let now = Instant::now();
+            // The dispatcher's clock: its grant is when the slots became
+            // the call's.
+            let now = waiter.granted_at();
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.
             let permit = Permit::new(held.clone(), class, waiter.weight, Some(now), stats)
@@ -185,7 +189,9 @@ impl Future for Admission {
                 if status != Status::Pending {
                     return Poll::Ready(wait.outcome(status));
                 }
-                if wait.timer.as_mut().poll(cx).is_ready() {
+                // SAFETY: this future owns the waiter, and polls its timer
+                // only here, through `&mut self` (see `wait_timer`).
+                if unsafe { wait.waiter.timer.poll(cx) }.is_ready() {
                     let (_, reason) = wait.waiter.gives_up.expect("a timer implies a budget");
                     let status = wait.held.core.expire(&wait.waiter, reason);
                     return Poll::Ready(wait.outcome(status));
@@ -201,5 +207,8 @@ impl Drop for Wait {
         if !self.done {
             self.held.core.abandon(&self.waiter);
         }
+        // SAFETY: `drop` runs once, and nothing uses the field after it.
+        let waiter = unsafe { ManuallyDrop::take(&mut self.waiter) };
+        wait_timer::recycle(waiter);
     }
 }

@@ -45,6 +45,8 @@ pub(crate) struct Core {
     pub(crate) discipline: Discipline,
     /// Tenants' calls by class and tier, and the heaviest tenants.
     pub(crate) tenants: crate::limiter::heavy::TenantTally,
+    /// Whether any class reserves a floor (else dispatch skips that pass).
+    floors: bool,
 }
 
 enum Grant {
@@ -74,8 +76,10 @@ impl Core {
     ) -> Self {
         let mut by_rank: Vec<usize> = (0..classes.len()).collect();
         by_rank.sort_by_key(|&c| classes[c].spec.rank());
+        let floors = classes.iter().any(|c| c.spec.floor_slots() > 0);
         Self {
             tenants: crate::limiter::heavy::TenantTally::new(classes.len()),
+            floors,
             word: AdmissionWord::new(capacity),
             classes: classes.into_boxed_slice(),
             queue: Mutex::new(WaitQueue::new(by_rank)),
@@ -165,7 +169,10 @@ impl Core {
         if queue.class_flag_changes(waiter.class, true) {
             state.set_waiters(true);
         }
-        self.dispatch(&mut queue);
+        // The waiter's arrival stands in for the clock: read just before
+        // it queued, it is at most the time the lock took behind "now", and
+        // every waiter's own timer refuses it at its budget exactly.
+        self.dispatch_at(&mut queue, LazyNow(Some(waiter.arrived)));
         if waiter.status() != Status::Pending {
             return waiter.status();
         }
@@ -260,12 +267,16 @@ impl Core {
     /// waiter that does not fit in the limiter stops the round, so light
     /// calls cannot starve a heavy one.
     fn dispatch(&self, queue: &mut MutexGuard<'_, WaitQueue>) {
+        self.dispatch_at(queue, LazyNow(None));
+    }
+
+    /// [`Core::dispatch`] with the clock read already, or not.
+    fn dispatch_at(&self, queue: &mut MutexGuard<'_, WaitQueue>, mut now: LazyNow) {
         if !queue.is_empty() && !queue.global_flag {
             // Before any waiter is looked at (see the module docs).
             queue.global_flag = true;
             self.word.set_waiters(true);
         }
-        let mut now = LazyNow(None);
         if let Some(codel) = self.discipline.watches() {
             let now = now.get();
             if self.piling_up_behind_old_waiter(queue, codel, now) {
@@ -280,7 +291,12 @@ impl Core {
             queue.codel.update(codel, now, reading);
         }
         let ranks = queue.by_rank.len();
-        for floors_only in [true, false] {
+        let passes: &[bool] = if self.floors {
+            &[true, false]
+        } else {
+            &[false]
+        };
+        for &floors_only in passes {
             for position in 0..ranks {
                 let c = queue.by_rank[position];
                 let floor = u64::from(self.classes[c].spec.floor_slots());
@@ -290,21 +306,23 @@ impl Core {
                 loop {
                     self.refuse_stale(queue, c, &mut now);
                     let end = self.end_to_serve(queue);
-                    let Some(waiter) = queue.peek(c, end).cloned() else {
+                    // Looked at in place, taken out only once decided: no
+                    // reference count is touched for a waiter that stays.
+                    let Some(waiter) = queue.peek(c, end) else {
                         break;
                     };
-                    if let Some(reason) = self.refusal_at_dispatch(&waiter, &mut now) {
-                        queue.pop(c, end);
+                    if let Some(reason) = self.refusal_at_dispatch(waiter, &mut now) {
+                        let waiter = queue.pop(c, end).expect("peeked");
                         self.refuse_overflow(queue, &waiter, reason);
                         continue;
                     }
                     if floors_only && self.class_in_flight(c) >= floor {
                         break;
                     }
-                    match self.try_grant(&waiter) {
+                    match self.try_grant(waiter) {
                         Grant::Granted => {
-                            queue.pop(c, end);
-                            waiter.grant();
+                            let waiter = queue.pop(c, end).expect("peeked");
+                            waiter.grant(now.get());
                             self.tally(&waiter, true);
                         }
                         Grant::NoClassRoom => break,

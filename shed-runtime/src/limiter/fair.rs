@@ -75,7 +75,7 @@ impl FairBand {
     }
 
     /// How many lanes this band holds (bounded by the table).
-    #[cfg(test)]
+    #[cfg(all(test, not(shed_loom)))]
     pub(crate) fn lane_count(&self) -> usize {
         self.lanes.len()
     }

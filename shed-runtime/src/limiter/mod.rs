@@ -9,10 +9,12 @@ pub(crate) mod counters;
 pub mod discipline;
 mod fair;
 pub(crate) mod heavy;
+mod learned;
 mod load;
 mod permit;
 pub(crate) mod queue;
 pub(crate) mod state;
+mod wait_timer;
 pub(crate) mod warm_up;
 pub(crate) mod window;
 
@@ -34,6 +36,7 @@ pub(crate) use self::class::ClassState;
 use self::controller::Controller;
 use self::core::Core;
 use self::counters::AdmittedTotals;
+use self::learned::Learned;
 use self::queue::{Status, Waiter};
 use self::window::Accumulator;
 use crate::estimate::ServiceEstimate;
@@ -87,35 +90,6 @@ pub(crate) struct Inner {
     pub(crate) tiers: crate::tenant::Tiers,
 }
 
-/// The service times this limiter learned, per guarded fn. The
-/// process-wide limiter keeps them in each fn's own `static` (no lock, no
-/// lookup); any other limiter in a table of its own, so that what one
-/// limiter learns never decides for another.
-#[derive(Default)]
-pub(crate) struct Learned {
-    global: std::sync::atomic::AtomicBool,
-    others: std::sync::Mutex<std::collections::HashMap<usize, Arc<ServiceEstimate>>>,
-}
-
-impl Learned {
-    /// Runs `f` on this limiter's estimate for the fn of `stats`.
-    pub(crate) fn with<R>(
-        &self,
-        stats: &'static PolicyStats,
-        f: impl FnOnce(&ServiceEstimate) -> R,
-    ) -> R {
-        if self.global.load(Ordering::Relaxed) {
-            return f(&stats.global_service);
-        }
-        let estimate = {
-            let mut others = self.others.lock().unwrap_or_else(|p| p.into_inner());
-            let key = std::ptr::from_ref(stats) as usize;
-            Arc::clone(others.entry(key).or_default())
-        };
-        f(&estimate)
-    }
-}
-
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 impl std::fmt::Debug for Limiter {
@@ -162,16 +136,17 @@ impl Limiter {
         auto: Option<Box<dyn Controller>>,
     ) -> Self {
         let classes_len = classes.len();
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         Self {
             inner: Arc::new(Inner {
-                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                id,
                 core: Core::new(capacity, classes, queue_bound, discipline),
                 mode: AtomicU8::new(mode.to_u8()),
                 default_service,
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
                 totals: AdmittedTotals::new(classes_len),
                 window: Default::default(),
-                learned: Learned::default(),
+                learned: Learned::new(id),
                 tiers: Default::default(),
                 auto,
                 warm_up: Default::default(),
@@ -492,7 +467,7 @@ impl Held {
         let timer = Admission::timer(gives_up.0);
         let retry = held.core.discipline.retries_yield && crate::context::current_attempt() > 1;
         let tenant = held.tenant_tag();
-        let waiter = Waiter::for_tenant(
+        let fresh = Waiter::fresh(
             class,
             weight,
             arrived,
@@ -501,8 +476,9 @@ impl Held {
             retry,
             tenant,
         );
+        let waiter = wait_timer::new_waiter(fresh, timer);
         match held.core.enqueue(&waiter) {
-            Status::Pending => Admission::waiting(held, waiter, timer, name, expected, stats),
+            Status::Pending => Admission::waiting(held, waiter, name, expected, stats),
             status => Admission::settled(held, waiter, status, name, expected, stats),
         }
     }

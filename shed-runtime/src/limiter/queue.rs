@@ -45,13 +45,19 @@ pub(crate) struct Waiter {
     /// The order in which it was queued: with `arrived`, its place in its
     /// class's queue (set under the queue lock).
     seq: AtomicU64,
+    /// When it was granted, in nanoseconds after `arrived` (set under the
+    /// queue lock before the grant is published), so that its future
+    /// reads no clock of its own for its queue wait and its permit.
+    granted_after: AtomicU64,
     status: AtomicU8,
     waker: WakerSlot,
+    /// Its budget's timer, polled by its future alone (see `wait_timer`).
+    pub(crate) timer: super::wait_timer::TimerSlot,
 }
 
 impl Waiter {
-    /// A waiter without a tenant.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// A shared waiter without a tenant or a timer (the tests' way to make one).
+    #[cfg(test)]
     pub(crate) fn new(
         class: usize,
         weight: u64,
@@ -71,7 +77,8 @@ impl Waiter {
         )
     }
 
-    /// A waiter of a tenant (see [`TenantTag`]).
+    /// A shared waiter of a tenant (see [`TenantTag`]), without a timer.
+    #[cfg(test)]
     pub(crate) fn for_tenant(
         class: usize,
         weight: u64,
@@ -81,7 +88,22 @@ impl Waiter {
         retry: bool,
         tenant: TenantTag,
     ) -> Arc<Self> {
-        Arc::new(Self {
+        Arc::new(Self::fresh(
+            class, weight, arrived, gives_up, deadline, retry, tenant,
+        ))
+    }
+
+    /// A waiter not yet shared (see `wait_timer`, which sets its timer).
+    pub(crate) fn fresh(
+        class: usize,
+        weight: u64,
+        arrived: Instant,
+        gives_up: Option<(Instant, Reason)>,
+        deadline: Option<Instant>,
+        retry: bool,
+        tenant: TenantTag,
+    ) -> Self {
+        Self {
             class,
             weight,
             arrived,
@@ -90,9 +112,11 @@ impl Waiter {
             retry,
             tenant,
             seq: AtomicU64::new(0),
+            granted_after: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
             waker: WakerSlot::new(),
-        })
+            timer: Default::default(),
+        }
     }
 
     /// Its queueing order (set under the queue lock).
@@ -122,8 +146,18 @@ impl Waiter {
         self.waker.wake();
     }
 
-    pub(crate) fn grant(&self) {
+    /// Grants the waiter its slots at `now` (the dispatcher's clock).
+    pub(crate) fn grant(&self, now: Instant) {
+        let after = now.saturating_duration_since(self.arrived);
+        let nanos = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
+        // Published by the status store that follows (`SeqCst`).
+        self.granted_after.store(nanos, Ordering::Relaxed);
         self.settle(GRANTED);
+    }
+
+    /// When a granted waiter was granted (read after seeing `Granted`).
+    pub(crate) fn granted_at(&self) -> Instant {
+        self.arrived + std::time::Duration::from_nanos(self.granted_after.load(Ordering::Relaxed))
     }
 
     pub(crate) fn refuse(&self, reason: Reason) {

@@ -1,0 +1,146 @@
+//! A fixed number of calls of one hot-path variant, for counting
+//! instructions under `valgrind --tool=callgrind` where wall-clock timing
+//! is too noisy (a shared machine): the single-task paths of
+//! `benches/hot_path.rs`, same code, without criterion.
+//!
+//! `cargo build --release -p shed-bench --example hot_path_count`, then
+//! `valgrind --tool=callgrind target/release/examples/hot_path_count <path> <variant> <calls>`
+//! with path `uncontended`, `wait_then_grant` or `cancel_while_waiting`
+//! and variant `plain`, `semaphore` or `shed`; compare the totals of two
+//! call counts to cancel out start-up.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use shed::{shed, Rejected};
+use tokio::sync::Semaphore;
+
+/// Long, so that valgrind's slowdown on a busy machine never runs a
+/// waiting call out of it (both sides keep a timer all the same).
+const BUDGET: Duration = Duration::from_secs(10);
+static SEMAPHORE: Semaphore = Semaphore::const_new(1024);
+static ONE_SLOT: Semaphore = Semaphore::const_new(1);
+
+#[inline(never)]
+async fn work(x: u64) -> u64 {
+    black_box(x).wrapping_mul(31)
+}
+
+#[shed(class = "critical")]
+async fn guarded(x: u64) -> Result<u64, Rejected> {
+    Ok(work(x).await)
+}
+
+#[shed(class = "critical")]
+async fn guarded_turn(x: u64) -> Result<u64, Rejected> {
+    tokio::task::yield_now().await;
+    Ok(work(x).await)
+}
+
+async fn cancelled<F: std::future::Future<Output = ()>>(call: F, x: u64) -> u64 {
+    tokio::select! {
+        biased;
+        () = call => {}
+        () = std::future::ready(()) => {}
+    }
+    work(x).await
+}
+
+async fn one(path: &str, variant: &str, x: u64) -> u64 {
+    match (path, variant) {
+        ("uncontended", "plain") => work(x).await,
+        ("uncontended", "semaphore") => {
+            let _permit = SEMAPHORE.acquire().await.unwrap();
+            work(x).await
+        }
+        ("uncontended", "shed") => guarded(x).await.unwrap(),
+        ("wait_then_grant", "plain") => {
+            tokio::task::yield_now().await;
+            work(x).await
+        }
+        ("wait_then_grant", "semaphore") => {
+            let _permit = tokio::time::timeout(BUDGET, ONE_SLOT.acquire())
+                .await
+                .unwrap()
+                .unwrap();
+            tokio::task::yield_now().await;
+            work(x).await
+        }
+        ("wait_then_grant", "shed") => guarded_turn(x).await.unwrap(),
+        ("cancel_while_waiting", "plain") => {
+            cancelled(async { std::future::pending::<()>().await }, x).await
+        }
+        ("cancel_while_waiting", "semaphore") => {
+            let call = tokio::time::timeout(BUDGET, ONE_SLOT.acquire());
+            cancelled(
+                async {
+                    call.await.expect_err("admitted past the held slot");
+                },
+                x,
+            )
+            .await
+        }
+        ("cancel_while_waiting", "shed") => {
+            cancelled(
+                async move {
+                    guarded(x).await.expect_err("admitted past the held slot");
+                },
+                x,
+            )
+            .await
+        }
+        _ => panic!("unknown path or variant"),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, path, variant, calls] = &args[..] else {
+        panic!("usage: hot_path_count <path> <variant> <calls>");
+    };
+    let calls: u64 = calls.parse().expect("a number of calls");
+    let path: &'static str = Box::leak(path.clone().into_boxed_str());
+    let variant: &'static str = Box::leak(variant.clone().into_boxed_str());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    // A pinned capacity and the Semaphore's budget, which valgrind's
+    // slowdown never exceeds (the adaptive default scales the budget to
+    // the measured service time).
+    shed::Config::new()
+        .capacity(1024)
+        .classes([shed::ClassSpec::new("critical", 0).max_wait(BUDGET)])
+        .install()
+        .expect("the first limiter");
+    let tasks = if path == "wait_then_grant" { 2 } else { 1 };
+    shed::Limiter::global().set_capacity(if path == "uncontended" { 1024 } else { 1 });
+    let total = rt.block_on(async move {
+        let _held = if path == "cancel_while_waiting" {
+            let shed = shed::Limiter::global()
+                .acquire("critical", 1, "count::holder")
+                .await
+                .unwrap();
+            Some((shed, ONE_SLOT.acquire().await.unwrap()))
+        } else {
+            None
+        };
+        let handles: Vec<_> = (0..tasks)
+            .map(|_| {
+                tokio::spawn(async move {
+                    let mut acc = 0u64;
+                    for i in 0..calls / tasks {
+                        acc = acc.wrapping_add(one(path, variant, i).await);
+                    }
+                    acc
+                })
+            })
+            .collect();
+        let mut acc = 0u64;
+        for handle in handles {
+            acc = acc.wrapping_add(handle.await.unwrap());
+        }
+        acc
+    });
+    black_box(total);
+}
