@@ -73,6 +73,9 @@ pub struct Config {
     default_service: Duration,
     sample_every: u32,
     discipline: Discipline,
+    /// Whether [`adaptive_lifo`](Config::adaptive_lifo) was called: if not,
+    /// it follows the limit (on with the adaptive default).
+    lifo_chosen: bool,
     /// Problems found while reading the environment, reported by the check.
     env_problems: Vec<Problem>,
 }
@@ -107,6 +110,7 @@ impl Config {
             default_service: Duration::from_millis(1),
             sample_every: 64,
             discipline: Discipline::default(),
+            lifo_chosen: false,
             env_problems: Vec::new(),
         }
     }
@@ -282,9 +286,13 @@ impl Config {
     /// likely still waiting; bursts are still served in order. With
     /// [`codel`](Config::codel) drops, arrival order gives a lower p99 up
     /// to about twice the capacity and LIFO a lower one beyond (see
-    /// `BENCHMARKS.md`). Off by default.
+    /// `BENCHMARKS.md`). By default on while the limit is adaptive (no
+    /// [`capacity`](Config::capacity)): the defaults grid loses calls to a
+    /// standing queue served in order (see `BENCHMARKS.md`); off with a
+    /// fixed capacity.
     pub fn adaptive_lifo(mut self, on: bool) -> Self {
         self.discipline.lifo = on;
+        self.lifo_chosen = true;
         self
     }
 
@@ -552,6 +560,10 @@ impl Config {
                 Some(AutoControl::new(auto_settings)),
             ),
         };
+        let mut discipline = self.discipline;
+        if auto.is_some() && !self.lifo_chosen {
+            discipline.lifo = true;
+        }
         let bound = match auto {
             Some(_) => u64::from(self.auto.max) * 4,
             None => capacity * 4,
@@ -563,7 +575,7 @@ impl Config {
             mode,
             self.default_service,
             self.sample_every,
-            self.discipline,
+            discipline,
             auto,
         )
     }
@@ -908,11 +920,11 @@ mod tests {
         let config = Config::new().env_from(|_| None);
         assert_eq!(
             config.describe(),
-            "shed: capacity=adaptive (default), starting at 4 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 2x the measured service time"
+            "shed: capacity=adaptive (default), starting at 2 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 2x the measured service time"
         );
         let limiter = config.build().unwrap();
         assert!(limiter.is_adaptive());
-        assert_eq!(limiter.capacity(), 4);
+        assert_eq!(limiter.capacity(), 2);
         let pinned = Config::new().capacity(64).build().unwrap();
         assert!(!pinned.is_adaptive());
         assert_eq!(pinned.capacity(), 64);
