@@ -611,6 +611,45 @@ mod tests {
     }
 
     #[test]
+    fn a_noisy_mean_does_not_end_the_startup_while_the_throughput_follows() {
+        let mut auto = Auto::default();
+        // 1,000 workers of 10 ms: at 32 slots, one window's mean reads
+        // 1.5x the service time (noise), but the throughput doubled.
+        assert_eq!(auto.next_limit(&pool(1000.0, 16.0)), 32.0);
+        let noisy = Window {
+            avg_latency: Duration::from_millis(15),
+            ..pool(1000.0, 32.0)
+        };
+        assert_eq!(auto.next_limit(&noisy), 64.0);
+        assert!(auto.in_startup());
+    }
+
+    #[test]
+    fn one_slow_window_is_noise_and_two_are_a_slowdown() {
+        let mut auto = Auto::default();
+        let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
+        // Latency up 4x and throughput down 4x at the same limit.
+        let slow = |limit: f64| {
+            let w = pool(20.0, limit);
+            Window {
+                avg_latency: w.avg_latency * 4,
+                finished: w.finished / 4,
+                completed: w.completed / 4,
+                ..w
+            }
+        };
+        let no_load = auto.no_load_latency().unwrap();
+        assert_eq!(auto.next_limit(&slow(before)), before, "held, not cut");
+        assert_eq!(auto.no_load_latency(), Some(no_load), "not learned yet");
+        assert_eq!(auto.next_limit(&slow(before)), before);
+        let learned = auto.no_load_latency().unwrap();
+        assert!(
+            learned >= no_load * 3,
+            "the slowdown is learned: {no_load:?} -> {learned:?}"
+        );
+    }
+
+    #[test]
     fn an_unused_limit_does_not_move_and_a_binding_one_without_a_queue_grows() {
         let mut auto = Auto {
             startup: false,
