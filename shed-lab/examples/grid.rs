@@ -12,13 +12,14 @@ use std::process::ExitCode;
 use shed_lab::grid::{self, Contender};
 
 const USAGE: &str =
-    "usage: grid [--seeds 0..8] [--only defaults|tower|hand-tuned] [--shape NAME-PREFIX] [--json]";
+    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned] [--shape NAME-PREFIX] [--json] [--trace]";
 
 fn main() -> ExitCode {
     let mut seeds = 0..8;
     let mut contenders = Contender::ALL.to_vec();
     let mut shapes = grid::SHAPES.to_vec();
     let mut json = false;
+    let mut trace = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next();
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
             ("--only", Some(name)) => {
                 let Some(c) = Contender::ALL.into_iter().find(|c| match name {
                     "defaults" => *c == Contender::Defaults,
+                    "old-defaults" => *c == Contender::OldDefaults,
                     "tower" => *c == Contender::Tower,
                     "hand-tuned" => *c == Contender::HandTuned,
                     _ => false,
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
                 contenders = vec![c];
             }
             ("--shape", Some(prefix)) => shapes.retain(|s| s.name().starts_with(prefix)),
+            ("--trace", None) => trace = true,
             ("--json", value) => {
                 json = true;
                 if value.is_some() {
@@ -60,6 +63,18 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+    if trace {
+        for shape in &shapes {
+            for factor in grid::FACTORS {
+                for &contender in &contenders {
+                    for seed in seeds.clone() {
+                        print!("{}", grid::trace(shape, factor, contender, seed));
+                    }
+                }
+            }
+        }
+        return ExitCode::SUCCESS;
     }
     let cells = grid::run_grid(&shapes, &grid::FACTORS, &contenders, seeds.clone());
     if json {

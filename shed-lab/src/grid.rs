@@ -103,6 +103,9 @@ const SETTLING: u64 = 2;
 pub enum Contender {
     /// `shed` with nothing configured: the library's defaults.
     Defaults,
+    /// `shed`'s former default: a fixed 256 slots, a queue of 4x that and
+    /// the classes' fixed budgets (50 ms for `critical`).
+    OldDefaults,
     /// tower's reject-when-full at shed's former default of 256 slots.
     Tower,
     /// The best hand-tuned preset of the adaptive limits
@@ -113,12 +116,18 @@ pub enum Contender {
 
 impl Contender {
     /// Every contender, in table order.
-    pub const ALL: [Contender; 3] = [Contender::Defaults, Contender::Tower, Contender::HandTuned];
+    pub const ALL: [Contender; 4] = [
+        Contender::OldDefaults,
+        Contender::Defaults,
+        Contender::Tower,
+        Contender::HandTuned,
+    ];
 
     /// Its name in tables.
     pub fn name(self) -> &'static str {
         match self {
             Contender::Defaults => "shed defaults",
+            Contender::OldDefaults => "shed old @256",
             Contender::Tower => "tower @256",
             Contender::HandTuned => "hand-tuned",
         }
@@ -175,6 +184,13 @@ pub fn scenario(shape: &Shape, contender: Contender, seed: u64) -> Scenario {
         fleet: None,
         clients: None,
     };
+    if contender == Contender::OldDefaults {
+        scenario.limiter = LimiterConfig {
+            capacity: 256,
+            pinned: true,
+            ..LimiterConfig::default()
+        };
+    }
     if contender == Contender::HandTuned {
         scenario.limiter = LimiterConfig {
             capacity: 64,
@@ -333,6 +349,41 @@ pub fn run_cell(
         }
     }
     cell
+}
+
+/// One run second by second: served in time over the best possible, and
+/// the limit at the end of each second (what to read when a cell fails).
+pub fn trace(shape: &Shape, factor: f64, contender: Contender, seed: u64) -> String {
+    let policy = match contender {
+        Contender::Tower => PolicyKind::RejectWhenFull,
+        _ => PolicyKind::Shed,
+    };
+    let report = run(&scenario(shape, contender, seed), policy, factor);
+    let mut out = format!(
+        "{} {factor}x {} seed {seed}: offered {} in time {} late {} shed {} unfinished {}\n",
+        shape.name(),
+        contender.name(),
+        report.total.offered,
+        report.total.served_in_time,
+        report.total.late,
+        report.total.shed,
+        report.total.unfinished
+    );
+    for s in &report.timeline {
+        let best = report
+            .phases
+            .iter()
+            .find(|p| p.start_s <= f64::from(s.second) && f64::from(s.second) < p.end_s)
+            .map_or(0.0, |p| p.ideal_rps);
+        out += &format!(
+            "  {:>2}s {:>6.1}% ({} of {best}) limit {}\n",
+            s.second,
+            100.0 * s.served_in_time as f64 / best.max(1.0),
+            s.served_in_time,
+            s.limit.map_or("-".into(), |l| l.to_string())
+        );
+    }
+    out
 }
 
 fn round1(x: f64) -> f64 {

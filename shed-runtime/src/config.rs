@@ -83,6 +83,9 @@ pub struct Config {
     discipline: Discipline,
     /// Tenants' plans by rank within a class.
     tiers: crate::tenant::Tiers,
+    /// Whether [`adaptive_lifo`](Config::adaptive_lifo) was called: if not,
+    /// it follows the limit (on with the adaptive default).
+    lifo_chosen: bool,
     /// Problems found while reading the environment, reported by the check.
     env_problems: Vec<Problem>,
     /// The cold-start ramp's length, if any (see [`Config::warm_up`]).
@@ -110,6 +113,7 @@ impl Config {
             sample_every: 64,
             discipline: Discipline::default(),
             tiers: Default::default(),
+            lifo_chosen: false,
             env_problems: Vec::new(),
             warm_up: None,
         }
@@ -235,9 +239,13 @@ impl Config {
     /// likely still waiting; bursts are still served in order. With
     /// [`codel`](Config::codel) drops, arrival order gives a lower p99 up
     /// to about twice the capacity and LIFO a lower one beyond (see
-    /// `BENCHMARKS.md`). Off by default.
+    /// `BENCHMARKS.md`). By default on while the limit is adaptive (no
+    /// [`capacity`](Config::capacity)): the defaults grid loses calls to a
+    /// standing queue served in order (see `BENCHMARKS.md`); off with a
+    /// fixed capacity.
     pub fn adaptive_lifo(mut self, on: bool) -> Self {
         self.discipline.lifo = on;
+        self.lifo_chosen = true;
         self
     }
 
@@ -307,6 +315,10 @@ impl Config {
                 Some(Box::new(AutoControl::new(auto_settings)) as Box<dyn Controller>),
             ),
         };
+        let mut discipline = self.discipline;
+        if auto.is_some() && !self.lifo_chosen {
+            discipline.lifo = true;
+        }
         let bound = match auto {
             Some(_) => u64::from(self.auto.max) * 4,
             None => capacity * 4,
@@ -318,7 +330,7 @@ impl Config {
             mode,
             self.default_service,
             self.sample_every,
-            self.discipline,
+            discipline,
             auto,
         );
         if let Some(inner) = std::sync::Arc::get_mut(&mut limiter.inner) {

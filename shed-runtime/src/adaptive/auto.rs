@@ -15,6 +15,12 @@ use super::{Driver, LimitAlgorithm, Window};
 use crate::class::ClassSpec;
 use crate::limiter::Inner;
 
+/// A probe whose throughput is at least this share of the usual one shows
+/// that the concurrency it removed was only queueing.
+const PROBE_HOLDS: f64 = 0.95;
+/// A throughput below this share of the usual one, with latency up, is a
+/// slowdown of every call rather than a queue.
+const SLOWER: f64 = 0.6;
 /// How many windows the throughput filter remembers.
 const HORIZON: usize = 10;
 /// Consecutive windows of queueing after which the no-load latency is
@@ -25,27 +31,35 @@ const STALE_WINDOWS: u32 = 5;
 /// from what its completions show, with no latency target to pick.
 ///
 /// - **Startup.** From a small limit, multiply it by `startup_gain` every
-///   window in which the limit binds, until the window's mean latency
-///   rises past `tolerance` times the lowest recent one (calls queue
-///   inside the service). Then set the limit to `headroom` times the
-///   bandwidth-delay product: the highest recent throughput times the
-///   lowest recent latency, which is the concurrency the service's
-///   workers absorb without queueing (Little's law).
+///   window in which the limit binds, as long as the throughput rises with
+///   it (by at least a quarter of the limit's rise). When it stops rising
+///   (two or three windows in a row: a window of a few dozen calls is
+///   noisy, and the one right after a rise lags) or stops rising while the
+///   window's mean latency passes 1.2 times the lowest (calls queue inside
+///   the service), set the limit to `headroom` times the bandwidth-delay
+///   product: the highest recent throughput times the lowest recent
+///   latency, which is the concurrency the service's workers absorb without
+///   queueing (Little's law). A queue alone does not end it.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
 ///   bandwidth-delay product (at most by half); a window in which the
-///   limit binds while latency shows no queue (within 10% of the lowest)
-///   grows it by `growth`.
+///   limit binds while latency shows no queue grows it by `growth` (within
+///   10% of the lowest, and then judged by throughput as in startup), or
+///   by a quarter of that.
+/// - **Slowdown.** Two windows in a row with latency up and the throughput
+///   below 0.6 of the usual at the same limit are every call getting
+///   slower, not a queue (which keeps the throughput): the limit stays (a
+///   pool of workers needs as many calls in flight as before), and the
+///   no-load latency is scaled by the throughput's fall.
 /// - **Probe.** Every `probe_every` windows in which the limit binds, one
 ///   window runs at `probe` times the limit. If it admits as many calls a
 ///   second, the rest of the concurrency was only queueing: the lower limit
 ///   stays. Either way its latency refreshes the no-queue latency, which
 ///   sustained overload would otherwise never show.
 ///
-/// Both filters span the last ten windows, so a service that slows down
-/// keeps its limit while the old throughput and latency are remembered
-/// together (a pool of workers needs as many calls in flight as before),
-/// and then re-learns both.
+/// Both filters span the last ten windows; latency that reads as a queue
+/// for five windows in a row, without the throughput's fall, is taken for
+/// the new no-load latency.
 #[derive(Debug, Clone)]
 pub struct Auto {
     /// Growth per window (one round trip) during startup (default 2).
@@ -83,6 +97,8 @@ pub struct Auto {
     startup_stalls: u32,
     /// Whether the next probe goes to half the limit.
     deep_probe: bool,
+    /// Consecutive windows that read as a slowdown.
+    slower_windows: u32,
 }
 
 impl Default for Auto {
@@ -105,6 +121,7 @@ impl Default for Auto {
             startup_last: None,
             startup_stalls: 0,
             deep_probe: false,
+            slower_windows: 0,
         }
     }
 }
@@ -178,6 +195,13 @@ impl LimitAlgorithm for Auto {
     }
 
     fn next_limit(&mut self, w: &Window) -> f64 {
+        self.decide(w)
+    }
+}
+
+impl Auto {
+    /// The next limit after window `w` (see the type's docs).
+    fn decide(&mut self, w: &Window) -> f64 {
         let latency = w.avg_latency.as_secs_f64().max(1e-9);
         let rate = w.throughput();
         let binds = w.limit_binds();
@@ -195,7 +219,9 @@ impl LimitAlgorithm for Auto {
                 self.no_load = Some(latency);
             }
             let restore = self.before_probe.take().unwrap_or(w.limit);
-            let as_many = self.binding_rate.is_some_and(|usual| rate >= 0.95 * usual);
+            let as_many = self
+                .binding_rate
+                .is_some_and(|usual| rate >= PROBE_HOLDS * usual);
             // As many calls a second at the lower limit: the rest of the
             // concurrency was only queueing inside the service.
             return if as_many && binds { w.limit } else { restore };
@@ -203,15 +229,17 @@ impl LimitAlgorithm for Auto {
         let no_load = self.no_load.unwrap_or(latency);
         let bdp = self.bandwidth_delay().unwrap_or(w.limit);
         let queueing = latency > self.tolerance * no_load;
+        // The usual throughput before this window.
+        let usual_rate = self.binding_rate.filter(|_| binds && !self.startup);
         if let Some(usual) = self.binding_rate.filter(|_| binds) {
             // The service got much faster (a recovery): the no-load
             // latency is stale, and only a window well below the current
             // limit shows the new one. Probe at half the limit next.
-            if rate > 1.5 * usual {
+            if !self.startup && rate > 1.5 * usual {
                 self.deep_probe = true;
             }
         }
-        if binds {
+        if binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
             self.binding_rate = Some(match self.binding_rate {
                 Some(r) => r + (rate - r) * 0.3,
                 None => rate,
@@ -233,24 +261,68 @@ impl LimitAlgorithm for Auto {
             // says nothing).
             let queue_shows = w.completed >= MIN_SAMPLES / 2 && latency > 1.2 * lowest;
             let grew = match self.startup_last {
-                Some((last_limit, last_rate)) => w.limit <= last_limit || rate >= 1.25 * last_rate,
+                // A quarter of the limit's rise at least (1.25x for a
+                // doubling): past the service's concurrency it stays flat.
+                Some((last_limit, last_rate)) => {
+                    w.limit <= last_limit
+                        || rate >= last_rate * (1.0 + 0.25 * (w.limit / last_limit - 1.0))
+                }
                 None => true,
             };
-            if grew && !queue_shows {
+            // A queue alone does not end the startup: with a few dozen calls
+            // of varying length a window's mean is noisy, and a 1,000-worker
+            // pool read as queueing at 32 slots stays there.
+            if grew {
                 self.startup_last = Some((w.limit, rate));
                 self.startup_stalls = 0;
                 return w.limit * self.startup_gain;
             }
             // The limit grew, the throughput did not keep up (twice, for
-            // one window's rate is noisy) or a queue shows: the service's
+            // one window's rate is noisy, or once with a queue): the service's
             // concurrency was reached. It is the highest throughput times
             // the lowest latency seen.
             self.startup_stalls += 1;
-            if queue_shows || self.startup_stalls >= 2 {
+            // A few dozen calls give a rate within a fifth or so, and the
+            // window right after a rise lags: a third look then.
+            let looks = if w.finished < 4 * MIN_SAMPLES { 3 } else { 2 };
+            if self.startup_stalls >= looks || queue_shows {
                 self.startup = false;
                 self.startup_last = None;
                 self.startup_stalls = 0;
+                // The rates of startup were those of lower limits: a probe
+                // is judged against the rate of the limit it leaves.
+                self.binding_rate = None;
+                self.deep_probe = false;
+                self.since_probe = 0;
                 return self.headroom * bdp.min(w.limit);
+            }
+            return w.limit;
+        }
+        let fell = queueing
+            && binds
+            && w.completed >= MIN_SAMPLES / 2
+            && usual_rate.is_some_and(|usual| rate < SLOWER * usual);
+        if !fell {
+            self.slower_windows = 0;
+        } else if let Some(usual) = usual_rate {
+            // Latency up and throughput down by much, at the same limit,
+            // two windows in a row: every call got slower (a dependency, a
+            // slowdown), which a queue inside the service does not do (it
+            // keeps the throughput). A pool of workers needs as many calls
+            // in flight as before, so the limit stays, and the no-load
+            // latency takes the slowdown that the throughput shows (not
+            // the latency's rise, which may include a queue). The rates
+            // start over at the new speed.
+            self.slower_windows += 1;
+            if self.slower_windows >= 2 {
+                self.slower_windows = 0;
+                let slower = (usual / rate.max(1e-9)).min(latency / no_load);
+                self.no_load = Some(no_load * slower);
+                self.rates = Filter::default();
+                self.rates.push(rate);
+                self.binding_rate = Some(rate);
+                self.stale = 0;
+                self.stale_latency = f64::INFINITY;
             }
             return w.limit;
         }
@@ -282,7 +354,10 @@ impl LimitAlgorithm for Auto {
             if latency <= 1.1 * no_load {
                 // No queue at all: the service's concurrency may be far
                 // above; find it as fast as at the start.
+                // Judged like the start: the next window must show the
+                // throughput rising with the limit, or startup ends.
                 self.startup = true;
+                self.startup_last = Some((w.limit, rate));
                 return w.limit * self.growth;
             }
             return w.limit * (1.0 + (self.growth - 1.0) / 4.0);
@@ -294,7 +369,7 @@ impl LimitAlgorithm for Auto {
 /// The settings of the default adaptive limit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AutoSettings {
-    /// The limit it starts from (default 4).
+    /// The limit it starts from (default 2).
     pub initial: u32,
     /// The lowest limit (default 1).
     pub min: u32,
@@ -314,7 +389,7 @@ pub struct AutoSettings {
 impl Default for AutoSettings {
     fn default() -> Self {
         Self {
-            initial: 4,
+            initial: 2,
             min: 1,
             max: 10_000,
             min_window: Duration::from_millis(100),
@@ -410,7 +485,7 @@ impl AutoControl {
         let (length, samples) = if algorithm.in_startup() {
             (
                 round_trip.max(Duration::from_millis(10)),
-                driver.limit.max(8.0),
+                driver.limit.max(2.0),
             )
         } else {
             (
@@ -533,6 +608,45 @@ mod tests {
                 "{before} -> {limits:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_noisy_mean_does_not_end_the_startup_while_the_throughput_follows() {
+        let mut auto = Auto::default();
+        // 1,000 workers of 10 ms: at 32 slots, one window's mean reads
+        // 1.5x the service time (noise), but the throughput doubled.
+        assert_eq!(auto.next_limit(&pool(1000.0, 16.0)), 32.0);
+        let noisy = Window {
+            avg_latency: Duration::from_millis(15),
+            ..pool(1000.0, 32.0)
+        };
+        assert_eq!(auto.next_limit(&noisy), 64.0);
+        assert!(auto.in_startup());
+    }
+
+    #[test]
+    fn one_slow_window_is_noise_and_two_are_a_slowdown() {
+        let mut auto = Auto::default();
+        let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
+        // Latency up 4x and throughput down 4x at the same limit.
+        let slow = |limit: f64| {
+            let w = pool(20.0, limit);
+            Window {
+                avg_latency: w.avg_latency * 4,
+                finished: w.finished / 4,
+                completed: w.completed / 4,
+                ..w
+            }
+        };
+        let no_load = auto.no_load_latency().unwrap();
+        assert_eq!(auto.next_limit(&slow(before)), before, "held, not cut");
+        assert_eq!(auto.no_load_latency(), Some(no_load), "not learned yet");
+        assert_eq!(auto.next_limit(&slow(before)), before);
+        let learned = auto.no_load_latency().unwrap();
+        assert!(
+            learned >= no_load * 3,
+            "the slowdown is learned: {no_load:?} -> {learned:?}"
+        );
     }
 
     #[test]

@@ -108,11 +108,11 @@ mod tests {
         let config = Config::new().env_from(|_| None);
         assert_eq!(
             config.describe(),
-            "shed: capacity=adaptive (default), starting at 4 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 2x the measured service time"
+            "shed: capacity=adaptive (default), starting at 2 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 2x the measured service time"
         );
         let limiter = config.build().unwrap();
         assert!(limiter.is_adaptive());
-        assert_eq!(limiter.capacity(), 4);
+        assert_eq!(limiter.capacity(), 2);
         let pinned = Config::new().capacity(64).build().unwrap();
         assert!(!pinned.is_adaptive());
         assert_eq!(pinned.capacity(), 64);
