@@ -306,7 +306,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", shed::policies());
 
     let app = App {
-        readiness: Readiness::new(limiter.clone()).start(),
+        // Not ready while the runtime lags (a blocking handler, a starved
+        // machine): the complementary signal to queue wait, never a
+        // reason to shed on its own.
+        readiness: Readiness::new(limiter.clone())
+            .lag(shed::LagProbe::builder().spawn())
+            .start(),
         database: Arc::new(Database::new(16, Duration::from_millis(query_ms))),
         limiter,
         metrics: Some(metrics),

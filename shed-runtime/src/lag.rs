@@ -12,6 +12,19 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+/// The reported lag of the probe that last measured, in nanoseconds
+/// (`u64::MAX`: no probe has run), for the periodic summary.
+static LAST_REPORTED: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// The lag the last running probe reported, if a probe runs in this
+/// process: what the periodic summary shows.
+pub(crate) fn last_reported() -> Option<Duration> {
+    match LAST_REPORTED.load(Ordering::Relaxed) {
+        u64::MAX => None,
+        nanos => Some(Duration::from_nanos(nanos)),
+    }
+}
+
 /// A probe task that measures the runtime's lag, with a lagging/not
 /// lagging verdict that has hysteresis.
 ///
@@ -128,6 +141,10 @@ impl LagProbeBuilder {
                 let reported = recent.iter().copied().max().unwrap_or_default();
                 histogram.record(lag.as_secs_f64());
                 gauge.set(reported.as_secs_f64());
+                LAST_REPORTED.store(
+                    u64::try_from(reported.as_nanos()).unwrap_or(u64::MAX - 1),
+                    Ordering::Relaxed,
+                );
                 shared.record(reported, self.enter, self.exit);
             }
         });
@@ -193,6 +210,8 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert_eq!(probe.lag(), Duration::ZERO);
         assert!(!probe.is_lagging());
+        // What the periodic summary shows once a probe runs.
+        assert_eq!(last_reported(), Some(Duration::ZERO));
     }
 
     #[test]

@@ -357,7 +357,10 @@ pub fn spawn_reporter(limiter: Limiter, every: Duration) -> tokio::task::JoinHan
             let active = shedding_since.map_or(0.0, |since| (at - since + every).as_secs_f64());
             metrics::gauge!("shed_shedding_active_seconds", limiter.base_labels()).set(active);
             let heaviest = limiter.take_heaviest_tenants();
-            if let Some(line) = line {
+            if let Some(mut line) = line {
+                if let Some(lag) = crate::lag::last_reported() {
+                    line.push_str(&format!("; runtime lag {} ms", lag.as_millis()));
+                }
                 if heaviest.refused.is_empty() && heaviest.admitted.is_empty() {
                     tracing::info!(target: "shed::summary", "{line}");
                 } else {
