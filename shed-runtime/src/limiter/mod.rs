@@ -229,7 +229,9 @@ impl Limiter {
         if let Some(auto) = &self.inner.auto {
             auto.disable();
         }
-        self.inner.core.set_capacity(u64::from(capacity.max(1)));
+        self.inner
+            .warm_up
+            .pin(&self.inner, u64::from(capacity.max(1)));
     }
 
     /// The weight held by admitted calls.

@@ -58,9 +58,6 @@ struct Ramp {
     started: Instant,
     /// The capacity the limiter would have without the ramp.
     reference: u64,
-    /// What the ramp itself set last: anything else was set by somebody
-    /// else.
-    last_set: u64,
     /// Whether the ramp paused the adaptive default (and so resumes it).
     paused_auto: bool,
 }
@@ -76,6 +73,24 @@ impl Default for WarmUp {
 }
 
 impl WarmUp {
+    /// Pins the capacity at `capacity` (`Limiter::set_capacity`): at once
+    /// without a ramp; during one, it becomes the value the ramp climbs
+    /// to, under the current cap, and the adaptive default stays off as a
+    /// pin says. Under the ramp's lock, so a step never mistakes a pin for
+    /// a controller's write, nor overwrites it.
+    pub(crate) fn pin(&self, inner: &Inner, capacity: u64) {
+        let mut ramp = lock(&self.ramp);
+        match ramp.as_mut() {
+            Some(ramp) => {
+                ramp.reference = capacity;
+                ramp.paused_auto = false;
+                let capped = ((capacity as f64 * self.fraction()).ceil() as u64).clamp(1, capacity);
+                inner.core.set_capacity(capped);
+            }
+            None => inner.core.set_capacity(capacity),
+        }
+    }
+
     pub(crate) fn set_length(&self, length: Duration) {
         let nanos = u64::try_from(length.as_nanos()).unwrap_or(u64::MAX);
         self.length.store(nanos, Ordering::Relaxed);
@@ -106,7 +121,6 @@ impl WarmUp {
             *ramp = Some(Ramp {
                 started: now,
                 reference: capacity,
-                last_set: capacity,
                 paused_auto,
             });
         }
@@ -126,14 +140,10 @@ impl WarmUp {
             self.fraction.store(1.0f64.to_bits(), Ordering::Relaxed);
             return false;
         };
+        // Any other value was written by the adaptive default's window
+        // that was closing as the ramp paused it: the ramp's cap wins. A pin
+        // by the application goes through `pin`, under the ramp's lock.
         let capacity = inner.core.snapshot().capacity;
-        if capacity != ramp.last_set {
-            // Pinned by the application, or taken over by a spawned
-            // controller: that value is the one to ramp towards, and the
-            // adaptive default stays off as the pin says.
-            ramp.reference = capacity;
-            ramp.paused_auto = false;
-        }
         let elapsed = now.saturating_duration_since(ramp.started);
         let fraction = START_FRACTION
             + (1.0 - START_FRACTION) * (elapsed.as_secs_f64() / length.as_secs_f64());
@@ -154,7 +164,6 @@ impl WarmUp {
         if capped != capacity {
             inner.core.set_capacity(capped);
         }
-        ramp.last_set = capped;
         self.fraction.store(fraction.to_bits(), Ordering::Relaxed);
         true
     }
@@ -279,6 +288,52 @@ mod tests {
         assert_eq!(parse(" 500ms "), Ok(Duration::from_millis(500)));
         assert_eq!(parse("off"), Ok(Duration::ZERO));
         assert!(parse("soon").is_err());
+    }
+
+    /// The race the ramp had: an adaptive window closing as the ramp
+    /// paused it wrote the capacity, and the ramp took that for a pin and
+    /// left the adaptive default off for good.
+    #[tokio::test(start_paused = true)]
+    async fn a_controller_write_during_a_ramp_is_capped_and_the_default_resumes() {
+        let limiter = crate::Config::new()
+            .warm_up(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        limiter.set_capacity(100);
+        assert!(!limiter.is_adaptive());
+        let auto = crate::Config::new()
+            .warm_up(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        assert!(auto.is_adaptive());
+        let reference = auto.capacity();
+        assert!(auto.begin_warm_up());
+        // A window that was closing as the ramp began writes its limit.
+        auto.inner.core.set_capacity(u64::from(reference) * 8);
+        let now = Instant::now() + Duration::from_millis(500);
+        assert!(auto.inner.warm_up.step(&auto.inner, now));
+        assert!(
+            u64::from(auto.capacity()) <= u64::from(reference),
+            "the cap wins"
+        );
+        assert!(!auto
+            .inner
+            .warm_up
+            .step(&auto.inner, now + Duration::from_secs(1)));
+        assert!(
+            auto.is_adaptive(),
+            "the adaptive default resumes after the ramp"
+        );
+        // A pin during a ramp is kept as the ramp's target.
+        assert!(limiter.begin_warm_up());
+        limiter.set_capacity(40);
+        assert!(limiter.capacity() <= 40 && limiter.capacity() >= 4);
+        assert!(!limiter
+            .inner
+            .warm_up
+            .step(&limiter.inner, Instant::now() + Duration::from_secs(2)));
+        assert_eq!(limiter.capacity(), 40);
+        assert!(!limiter.is_adaptive());
     }
 
     #[test]
