@@ -35,7 +35,7 @@ pub use auto::{Auto, AutoSettings};
 
 use crate::class::ClassSpec;
 use crate::limiter::controller::Controller;
-use crate::limiter::state::admissions_between;
+use crate::limiter::view::Load;
 use crate::limiter::Inner;
 use crate::Limiter;
 
@@ -541,8 +541,8 @@ pub(crate) struct Driver<A: ?Sized> {
     limit: f64,
     probing: bool,
     late_before: u64,
-    admitted_before: u64,
-    in_flight_before: u64,
+    /// The limiter's load when the window opened.
+    before: Load,
     opened: Instant,
     algorithm: Box<A>,
 }
@@ -553,9 +553,8 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             bounds,
             limit,
             probing: false,
-            late_before: late_total(inner),
-            admitted_before: inner.core.snapshot().admitted,
-            in_flight_before: inner.core.snapshot().in_flight,
+            late_before: inner.late_total(),
+            before: inner.load(),
             opened: now,
             algorithm,
         }
@@ -568,8 +567,7 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             limit,
             probing: false,
             late_before: 0,
-            admitted_before: 0,
-            in_flight_before: 0,
+            before: Load::default(),
             opened: now,
             algorithm,
         }
@@ -578,12 +576,10 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
     /// Starts a window at `now`, at a probe limit if the algorithm asks.
     fn open(&mut self, inner: &Inner, now: Instant) {
         self.opened = now;
-        let snapshot = inner.core.snapshot();
-        self.admitted_before = snapshot.admitted;
-        self.in_flight_before = snapshot.in_flight;
+        self.before = inner.load();
         if let Some(probe) = self.algorithm.probe_limit(self.limit) {
             let probe = probe.clamp(self.bounds.0, self.limit);
-            inner.core.set_capacity(probe.round().max(1.0) as u64);
+            inner.set_limit(probe.round().max(1.0) as u64);
             self.probing = true;
         }
     }
@@ -591,42 +587,42 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
     /// Ends the window at `now` and applies the algorithm's next limit.
     /// `None` if no call was measured in it (the limit stays).
     fn close(&mut self, inner: &Inner, now: Instant) -> Option<(Window, u32)> {
-        let (count, sum, min, max_in_flight) = inner.window.take();
-        let late_now = late_total(inner);
+        let completions = inner.take_completions();
+        let late_now = inner.late_total();
         let late = late_now.saturating_sub(self.late_before);
         self.late_before = late_now;
-        let snapshot = inner.core.snapshot();
-        let finished = (admissions_between(self.admitted_before, snapshot.admitted)
-            + self.in_flight_before)
-            .saturating_sub(snapshot.in_flight);
+        let load = inner.load();
+        let finished = (load.admitted_since(&self.before) + self.before.in_flight)
+            .saturating_sub(load.in_flight);
+        let count = completions.count;
         if count == 0 {
             if std::mem::take(&mut self.probing) {
-                inner.core.set_capacity(self.limit.round() as u64);
+                inner.set_limit(self.limit.round() as u64);
             }
             return None;
         }
         let window = Window {
             completed: count,
-            avg_latency: Duration::from_nanos(sum / count),
-            min_latency: Duration::from_nanos(min),
-            max_in_flight,
+            avg_latency: completions.total / u32::try_from(count).unwrap_or(u32::MAX),
+            min_latency: completions.min,
+            max_in_flight: completions.max_in_flight,
             late,
             limit: if self.probing {
-                snapshot.capacity as f64
+                load.capacity as f64
             } else {
                 self.limit
             },
             probe: std::mem::take(&mut self.probing),
             finished,
             elapsed: now.saturating_duration_since(self.opened),
-            waiting: snapshot.waiters,
+            waiting: load.waiting,
             at: now,
         };
         let next = self.algorithm.next_limit(&window);
         self.limit =
             if next.is_finite() { next } else { self.limit }.clamp(self.bounds.0, self.bounds.1);
         let capacity = self.limit.round().max(1.0) as u32;
-        inner.core.set_capacity(u64::from(capacity));
+        inner.set_limit(u64::from(capacity));
         Some((window, capacity))
     }
 }
@@ -665,15 +661,6 @@ impl Controller for AutoControl {
     fn enable(&self) {
         self.enabled.store(true, Ordering::Relaxed);
     }
-}
-
-fn late_total(inner: &Inner) -> u64 {
-    inner
-        .core
-        .classes
-        .iter()
-        .map(|c| c.counters.outcomes().1)
-        .sum()
 }
 
 #[cfg(test)]

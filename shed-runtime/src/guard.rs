@@ -2,13 +2,10 @@
 //! current limiter (the scoped one, else the process-wide one), decided
 //! inline when no wait is needed.
 
-use std::sync::atomic::Ordering;
-
 use tokio::time::Instant;
 
 pub use crate::limiter::Decision;
-use crate::limiter::{Held, Limiter, Permit, Request};
-use crate::mode::Mode;
+use crate::limiter::{Held, Limiter, Request};
 use crate::policy::Policy;
 
 impl Held {
@@ -29,7 +26,7 @@ impl Held {
 pub fn count_fallback(policy: &'static Policy) {
     let held = Held::current().0;
     if let Ok(class) = held.policy_class(policy) {
-        held.core.classes[class].counters.count_fallback();
+        held.count_fallback(class);
     }
     #[cfg(feature = "http")]
     crate::http::note_fallback();
@@ -46,24 +43,13 @@ pub fn admit(policy: &'static Policy) -> Decision {
     let (held, deadline) = Held::current();
     let class = held.policy_class(policy);
     let weight = u64::from(policy.weight());
-    if let (Ok(class), None) = (class, deadline) {
-        let state = &held.core.classes[class];
-        if held.mode.load(Ordering::Relaxed) != Mode::Off.to_u8()
-            && state.is_enabled()
-            && state.admits_everything()
-        {
-            if let Some(admitted) = held.core.try_acquire(class, weight) {
-                let start = (admitted & held.sample_mask == 0).then(Instant::now);
-                return Decision::Admitted(Permit::new(
-                    held,
-                    class,
-                    weight,
-                    start,
-                    Some(&policy.stats),
-                ));
-            }
-        }
-    }
+    let held = match (class, deadline) {
+        (Ok(class), None) => match held.admit_at_once(class, weight, &policy.stats) {
+            Ok(permit) => return Decision::Admitted(permit),
+            Err(held) => held,
+        },
+        _ => held,
+    };
     let request = Request {
         held,
         class,

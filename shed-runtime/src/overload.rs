@@ -23,7 +23,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::limiter::class::FULL;
 use crate::Limiter;
 
 /// The controller's state, shared with whoever watches it.
@@ -150,11 +149,9 @@ impl OverloadController {
             };
             loop {
                 ticker.tick().await;
-                let core = &limiter.inner.core;
-                let snapshot = core.snapshot();
-                let (_, queued) = core.queued();
-                let occupancy =
-                    (snapshot.in_flight + queued) as f64 / snapshot.capacity.max(1) as f64;
+                let load = limiter.inner.load();
+                let (_, queued) = limiter.inner.queued();
+                let occupancy = (load.in_flight + queued) as f64 / load.capacity.max(1) as f64;
                 let now = Instant::now();
                 self.step(&mut state, occupancy, now);
                 apply(&limiter, if state.shedding { state.ramp } else { 1.0 });
@@ -176,15 +173,13 @@ impl OverloadController {
 /// (with two sheddable classes, the higher one is fully back at 0.5, the
 /// lower one at 1.0).
 pub fn apply(limiter: &Limiter, ramp: f64) {
-    let classes = &limiter.inner.core.classes;
-    let mut sheddable: Vec<usize> = (0..classes.len())
-        .filter(|&c| classes[c].spec.rank() > 0)
-        .collect();
-    sheddable.sort_by_key(|&c| classes[c].spec.rank());
+    let ranks = limiter.class_ranks();
+    let mut sheddable: Vec<usize> = (0..ranks.len()).filter(|&c| ranks[c] > 0).collect();
+    sheddable.sort_by_key(|&c| ranks[c]);
     let m = sheddable.len() as f64;
     for (i, &c) in sheddable.iter().enumerate() {
         let fraction = (ramp * m - i as f64).clamp(0.0, 1.0);
-        classes[c].set_admit_fraction((fraction * f64::from(FULL)).round() as u32);
+        limiter.set_admitted_fraction_at(c, fraction);
     }
 }
 

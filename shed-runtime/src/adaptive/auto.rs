@@ -456,7 +456,7 @@ impl AutoControl {
     pub(crate) fn completed(&self, inner: &Inner, now: Instant) {
         let since = nanos(now.saturating_duration_since(self.epoch));
         if since < self.next_close.load(Ordering::Relaxed)
-            || inner.window.count() < self.min_samples.load(Ordering::Relaxed)
+            || inner.completions_so_far() < self.min_samples.load(Ordering::Relaxed)
             || !self.enabled.load(Ordering::Relaxed)
         {
             return;

@@ -3,8 +3,8 @@
 
 use super::{Config, ConfigErrors, Problem};
 use crate::class::ClassSpec;
-use crate::limiter::state::MAX_CAPACITY;
 use crate::limiter::ClassState;
+use crate::limiter::MAX_CAPACITY;
 use crate::policy::{policies, Policy, PolicyTable};
 
 impl Config {

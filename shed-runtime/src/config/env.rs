@@ -2,7 +2,7 @@
 //! `SHED_CAPACITY`, `SHED_WARM_UP`): reading them, and which of them apply.
 
 use super::{Config, Problem};
-use crate::limiter::state::MAX_CAPACITY;
+use crate::limiter::MAX_CAPACITY;
 use crate::mode::Mode;
 use std::time::Duration;
 

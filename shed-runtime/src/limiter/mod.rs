@@ -2,9 +2,9 @@
 //! lock-free fast path, and a bounded wait queue for calls that must wait.
 
 mod admission;
-pub(crate) mod class;
+mod class;
 pub(crate) mod controller;
-pub(crate) mod core;
+mod core;
 pub(crate) mod counters;
 pub mod discipline;
 mod fair;
@@ -12,11 +12,13 @@ pub(crate) mod heavy;
 mod learned;
 mod load;
 mod permit;
-pub(crate) mod queue;
-pub(crate) mod state;
+mod queue;
+mod state;
+pub(crate) mod stats;
+pub(crate) mod view;
 mod wait_timer;
 pub(crate) mod warm_up;
-pub(crate) mod window;
+mod window;
 
 #[cfg(all(test, shed_loom))]
 mod loom_tests;
@@ -38,6 +40,7 @@ use self::core::Core;
 use self::counters::AdmittedTotals;
 use self::learned::Learned;
 use self::queue::{Status, Waiter};
+pub(crate) use self::state::MAX_CAPACITY;
 use self::window::Accumulator;
 use crate::estimate::ServiceEstimate;
 use crate::mode::Mode;
@@ -73,14 +76,14 @@ pub struct Limiter {
 
 pub(crate) struct Inner {
     pub(crate) id: u32,
-    pub(crate) core: Core,
+    core: Core,
     pub(crate) mode: AtomicU8,
     default_service: Duration,
     /// A power of two: one fast-path admission in this many is timed.
     pub(crate) sample_mask: u64,
-    pub(crate) totals: AdmittedTotals,
+    totals: AdmittedTotals,
     /// The adaptive limit's window of measured completions.
-    pub(crate) window: Accumulator,
+    window: Accumulator,
     /// The default adaptive limit, unless the capacity is fixed.
     pub(crate) auto: Option<Box<dyn Controller>>,
     pub(crate) learned: Learned,
@@ -286,9 +289,7 @@ impl Limiter {
             .inner
             .class_index(class)
             .ok_or_else(|| crate::UnknownClass::new(class, self.classes().map(|c| c.name())))?;
-        let full = f64::from(class::FULL);
-        let ppm = (fraction.clamp(0.0, 1.0) * full).round() as u32;
-        self.inner.core.classes[index].set_admit_fraction(ppm);
+        self.set_admitted_fraction_at(index, fraction);
         Ok(())
     }
 
@@ -342,6 +343,39 @@ impl Held {
             .ok_or(Reason::UnknownClass)?;
         policy.stats.bind_class(self.id, class);
         Ok(class)
+    }
+
+    /// The fast path of a guarded call without a deadline: admits at once
+    /// when the limiter is not off, the class is on and admits all of its
+    /// calls, and both the class's share and the capacity have room. One
+    /// compare-and-swap; gives `self` back when the call must go through
+    /// [`decide`](Held::decide).
+    #[inline]
+    pub(crate) fn admit_at_once(
+        self,
+        class: usize,
+        weight: u64,
+        stats: &'static PolicyStats,
+    ) -> Result<Permit, Held> {
+        let state = &self.core.classes[class];
+        if self.mode.load(Ordering::Relaxed) == Mode::Off.to_u8()
+            || !state.is_enabled()
+            || !state.admits_everything()
+        {
+            return Err(self);
+        }
+        match self.core.try_acquire(class, weight) {
+            Some(admitted) => {
+                let start = (admitted & self.sample_mask == 0).then(Instant::now);
+                Ok(Permit::new(self, class, weight, start, Some(stats)))
+            }
+            None => Err(self),
+        }
+    }
+
+    /// Counts a refusal of `class` answered by a fallback.
+    pub(crate) fn count_fallback(&self, class: usize) {
+        self.core.classes[class].counters.count_fallback();
     }
 
     /// Every admission decision, in the order the seeds prescribe: cheap
