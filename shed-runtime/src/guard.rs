@@ -53,7 +53,13 @@ pub fn admit(policy: &'static Policy) -> Decision {
             && state.admits_everything()
         {
             if let Some(admitted) = held.core.try_acquire(class, weight) {
-                let start = (admitted & held.sample_mask == 0).then(Instant::now);
+                let sampled = admitted & held.sample_mask == 0;
+                if sampled {
+                    // The tenant's admissions, sampled as in `decide`: the
+                    // heaviest-tenants summary counts this path too.
+                    held.tally_tenant(class, true, held.sample_mask + 1);
+                }
+                let start = sampled.then(Instant::now);
                 return Decision::Admitted(Permit::new(
                     held,
                     class,

@@ -494,7 +494,7 @@ impl Held {
 
     /// Counts `count` calls of the caller's tenant, if it has one, in
     /// `class`: admitted or refused (see [`heavy`](crate::limiter::heavy)).
-    fn tally_tenant(&self, class: usize, admitted: bool, count: u64) {
+    pub(crate) fn tally_tenant(&self, class: usize, admitted: bool, count: u64) {
         if let (Some(hash), name, plan) = crate::context::current_tenant_detail() {
             let tier = self.tiers.rank(plan.as_deref());
             self.core
