@@ -8,11 +8,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shed::{Config, Limiter, Mode, Policy};
-use tokio::sync::Semaphore;
+use shed::{Config, Mode, Policy};
 use tokio::time::Instant;
-use tower::{Service, ServiceExt};
 
+use crate::admission::{Admission, Call, Refused};
 use crate::report::{phase_reports, Report, Tally, TICK};
 use crate::scenario::{Arrivals, RetryDelay, Scenario, ServiceDist};
 use crate::server::Server;
@@ -89,23 +88,6 @@ pub fn run(scenario: &Scenario, policy: PolicyKind, factor: f64) -> Report {
     local.block_on(&runtime, simulate(scenario.clone(), policy, factor))
 }
 
-/// The admission side of one policy.
-enum Admission {
-    Fifo(Arc<Semaphore>),
-    Tower(tower::limit::GlobalConcurrencyLimitLayer),
-    QueueWait(Arc<Semaphore>),
-    Shed {
-        limiter: Limiter,
-        policies: Vec<&'static Policy>,
-    },
-}
-
-/// Why a call was refused, and when its client may retry.
-struct Refusal {
-    reason: String,
-    retry_after: Duration,
-}
-
 struct Stream {
     rps: Cell<f64>,
     service_factor: Cell<f64>,
@@ -116,6 +98,8 @@ struct Stream {
 struct Sim {
     scenario: Scenario,
     admission: Admission,
+    /// Each stream's guarded fn, as `#[shed]` would declare it.
+    policies: Vec<&'static Policy>,
     server: Server,
     streams: Vec<Stream>,
     tallies: Vec<RefCell<Tally>>,
@@ -136,7 +120,6 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
     let window_end = start + Duration::from_secs_f64(scenario.seconds);
     let longest_timeout = scenario.traffic.iter().map(|t| t.timeout.0).max();
     let specs = scenario.class_specs();
-    let capacity = scenario.limiter.capacity;
     let streams: Vec<Stream> = scenario
         .traffic
         .iter()
@@ -151,33 +134,20 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             }),
         })
         .collect();
-    let admission = match policy {
-        PolicyKind::None => Admission::Fifo(Arc::new(Semaphore::new(capacity as usize))),
-        PolicyKind::QueueWait => Admission::QueueWait(Arc::new(Semaphore::new(capacity as usize))),
-        PolicyKind::RejectWhenFull => Admission::Tower(
-            tower::limit::GlobalConcurrencyLimitLayer::new(capacity as usize),
-        ),
-        PolicyKind::Shed => {
-            let config = shed_config(&scenario);
-            let policies = scenario
-                .traffic
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    Policy::leak(
-                        format!("traffic#{}", i + 1),
-                        t.class.clone(),
-                        t.max_wait.map(|d| d.0),
-                        t.weight,
-                    )
-                })
-                .collect();
-            Admission::Shed {
-                limiter: config.build().expect("validated scenario"),
-                policies,
-            }
-        }
-    };
+    let admission = Admission::new(&scenario, policy);
+    let policies = scenario
+        .traffic
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            Policy::leak(
+                format!("traffic#{}", i + 1),
+                t.class.clone(),
+                t.max_wait.map(|d| d.0),
+                t.weight,
+            )
+        })
+        .collect();
     let sim = Rc::new(Sim {
         tallies: scenario
             .traffic
@@ -195,13 +165,12 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             .map(|c| crate::retries::Clients::new(c, scenario.traffic.len(), start, window_end)),
         streams,
         admission,
+        policies,
         server: Server::new(scenario.server.as_ref()),
         scenario,
     });
     let limit_trace = Rc::new(RefCell::new(Vec::new()));
-    if let (Admission::Shed { limiter, .. }, Some(adaptive)) =
-        (&sim.admission, &sim.scenario.adaptive)
-    {
+    if let (Some(limiter), Some(adaptive)) = (sim.admission.limiter(), &sim.scenario.adaptive) {
         let trace = limit_trace.clone();
         // The controller runs on this thread's runtime in virtual time.
         let controller = adaptive_controller(adaptive);
@@ -216,7 +185,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
         });
     }
     let overload_watch = Arc::new(std::sync::Mutex::new(None::<shed::OverloadState>));
-    if let (Admission::Shed { limiter, .. }, Some(o)) = (&sim.admission, &sim.scenario.overload) {
+    if let (Some(limiter), Some(o)) = (sim.admission.limiter(), &sim.scenario.overload) {
         let defaults = shed::OverloadController::new();
         let mut controller = defaults.thresholds(o.enter.unwrap_or(1.25), o.exit.unwrap_or(0.9));
         if let Some(alpha) = o.smoothing {
@@ -228,7 +197,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
         controller.spawn_watched(limiter.clone(), overload_watch.clone());
     }
     let seconds_trace = Rc::new(RefCell::new(Vec::new()));
-    if let Admission::Shed { limiter, .. } = &sim.admission {
+    if let Some(limiter) = sim.admission.limiter() {
         let (limiter, trace) = (limiter.clone(), seconds_trace.clone());
         tokio::task::spawn_local(async move {
             let mut second =
@@ -463,68 +432,22 @@ impl Sim {
         self.server.execute(self.service_time(stream)).await;
     }
 
+    /// Admits a call of `stream` that arrived at `arrival` and serves it,
+    /// or refuses it.
     async fn serve(
         &self,
         stream: usize,
         arrival: Instant,
         deadline: Instant,
-    ) -> Result<(), Refusal> {
-        let traffic = &self.scenario.traffic[stream];
-        match &self.admission {
-            Admission::Fifo(slots) => {
-                let _permit = slots
-                    .acquire_many(traffic.weight)
-                    .await
-                    .expect("never closed");
-                self.work(stream).await;
-                Ok(())
-            }
-            Admission::QueueWait(slots) => {
-                let permit = slots
-                    .acquire_many(traffic.weight)
-                    .await
-                    .expect("never closed");
-                if arrival.elapsed() > self.streams[stream].max_wait {
-                    drop(permit);
-                    return Err(Refusal {
-                        reason: "max_wait".into(),
-                        retry_after: Duration::from_secs(1),
-                    });
-                }
-                self.work(stream).await;
-                Ok(())
-            }
-            Admission::Tower(limit) => {
-                // The service time is drawn when the inner service is
-                // called, i.e. only for admitted calls, as for the others.
-                let work = tower::service_fn(|()| async {
-                    self.work(stream).await;
-                    Ok::<(), std::convert::Infallible>(())
-                });
-                let mut stack = tower::ServiceBuilder::new()
-                    .load_shed()
-                    .layer(limit.clone())
-                    .service(work);
-                let ready = stack.ready().await.expect("load_shed is always ready");
-                ready.call(()).await.map_err(|_overloaded| Refusal {
-                    reason: "overloaded".into(),
-                    retry_after: Duration::from_secs(1),
-                })
-            }
-            Admission::Shed { limiter, policies } => {
-                let work = self.work(stream);
-                let guarded = shed::run_guarded(policies[stream], work);
-                let result = if traffic.deadline {
-                    limiter.scope(shed::with_deadline(deadline, guarded)).await
-                } else {
-                    limiter.scope(guarded).await
-                };
-                result.map_err(|rejected| Refusal {
-                    reason: rejected.reason().to_string(),
-                    retry_after: rejected.retry_after(),
-                })
-            }
-        }
+    ) -> Result<(), Refused> {
+        let call = Call {
+            policy: self.policies[stream],
+            max_wait: self.streams[stream].max_wait,
+            arrival,
+            deadline: self.scenario.traffic[stream].deadline.then_some(deadline),
+            tenant: None,
+        };
+        self.admission.serve(call, || self.work(stream)).await
     }
 
     fn report(&self, policy: PolicyKind, factor: f64) -> Report {

@@ -26,6 +26,7 @@
 //! assert_eq!(shed.total.late, 0);
 //! ```
 
+mod admission;
 pub mod algorithm;
 pub mod cli;
 mod engine;
