@@ -113,6 +113,8 @@ struct Sim {
     outstanding: Cell<u64>,
     /// The clients' retry policies, if the scenario has `[clients]`.
     clients: Option<crate::retries::Clients>,
+    /// Every call's tenant, if the scenario has `[tenants]`.
+    tenants: Option<crate::tenants::Tenants>,
 }
 
 async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report {
@@ -163,6 +165,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             .clients
             .as_ref()
             .map(|c| crate::retries::Clients::new(c, scenario.traffic.len(), start, window_end)),
+        tenants: scenario.tenants.as_ref().map(crate::tenants::Tenants::new),
         streams,
         admission,
         policies,
@@ -195,6 +198,9 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             controller = controller.tick(tick.0);
         }
         controller.spawn_watched(limiter.clone(), overload_watch.clone());
+    }
+    if let (Some(limiter), Some(tenants)) = (sim.admission.limiter(), &sim.scenario.tenants) {
+        crate::tenants::hold_back(tenants, limiter, start);
     }
     let seconds_trace = Rc::new(RefCell::new(Vec::new()));
     if let Some(limiter) = sim.admission.limiter() {
@@ -246,6 +252,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
         let trigger = at().reduce(f64::min).zip(at().reduce(f64::max));
         report.clients = Some(clients.report(config.policy, sim.scenario.seconds, trigger));
     }
+    report.tenants = sim.tenants.as_ref().map(crate::tenants::Tenants::report);
     if let Some(state) = *overload_watch.lock().expect("not poisoned") {
         report.shedding_transitions = Some(state.transitions);
     }
@@ -290,6 +297,9 @@ pub fn shed_config(scenario: &Scenario) -> Config {
     if let Some(on) = l.retries_yield {
         config = config.retries_yield(on);
     }
+    if let Some(tiers) = scenario.tenants.as_ref().and_then(|t| t.tiers()) {
+        config = config.tiers(tiers);
+    }
     config
 }
 
@@ -328,6 +338,9 @@ pub fn direction_changes(limits: &[u32]) -> u32 {
 async fn arrivals(sim: Rc<Sim>, stream: usize) {
     let traffic = &sim.scenario.traffic[stream];
     let mut rng = fastrand::Rng::with_seed(sim.scenario.seed.wrapping_add(stream as u64 * 7919));
+    // Tenants have a generator of their own: the arrivals stay as they
+    // are without tenants.
+    let mut tenant_rng = fastrand::Rng::with_seed(rng.get_seed() ^ 0x7e4a_4175);
     let mut next = Instant::now();
     loop {
         let rps = sim.streams[stream].rps.get();
@@ -348,21 +361,27 @@ async fn arrivals(sim: Rc<Sim>, stream: usize) {
         if rps > 0.0 && sim.clients.is_some() {
             tokio::task::spawn_local(requests::request(sim.clone(), stream));
         } else if rps > 0.0 {
-            tokio::task::spawn_local(call(sim.clone(), stream, 0));
+            let tenant = sim.tenants.as_ref().map(|t| t.draw(&mut tenant_rng));
+            tokio::task::spawn_local(call(sim.clone(), stream, 0, tenant));
         }
     }
 }
 
-/// One call from its client's point of view, retries included.
-async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
+/// One call of `tenant` (an index into the scenario's tenants) from its
+/// client's point of view, retries included.
+async fn call(sim: Rc<Sim>, stream: usize, attempt: u32, tenant: Option<usize>) {
     let traffic = &sim.scenario.traffic[stream];
     let arrival = Instant::now();
     let deadline = arrival + traffic.timeout.0;
     // Calls of the warm-up and of the load after the window compete, but
     // are not counted.
     let counted = (sim.start..sim.window_end).contains(&arrival);
+    let tenants = sim.tenants.as_ref().zip(tenant);
     if counted {
         sim.tallies[stream].borrow_mut().offer(attempt > 0);
+        if let Some((tenants, i)) = tenants {
+            tenants.offer(i);
+        }
     }
     sim.outstanding.set(sim.outstanding.get() + 1);
 
@@ -375,25 +394,34 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
         tokio::task::spawn_local(async move {
             tokio::time::sleep_until(deadline).await;
             if !answered.get() {
-                tokio::task::spawn_local(call(sim, stream, attempt + 1));
+                tokio::task::spawn_local(call(sim, stream, attempt + 1, tenant));
             }
         });
     }
 
-    let outcome = sim.serve(stream, arrival, deadline).await;
+    let key = tenants.and_then(|(tenants, i)| tenants.key(i));
+    let outcome = sim.serve(stream, arrival, deadline, key).await;
     let done = Instant::now();
     answered.set(true);
     sim.outstanding.set(sim.outstanding.get() - 1);
     match outcome {
-        Ok(()) if counted => sim.tallies[stream].borrow_mut().served(
-            done - arrival,
-            done <= deadline,
-            arrival - sim.start,
-        ),
+        Ok(()) if counted => {
+            sim.tallies[stream].borrow_mut().served(
+                done - arrival,
+                done <= deadline,
+                arrival - sim.start,
+            );
+            if let Some((tenants, i)) = tenants {
+                tenants.served(i, done <= deadline);
+            }
+        }
         Ok(()) => {}
         Err(refusal) => {
             if counted {
                 sim.tallies[stream].borrow_mut().shed(&refusal.reason);
+                if let Some((tenants, i)) = tenants {
+                    tenants.shed(i);
+                }
             }
             if may_retry && done < deadline {
                 let delay = match traffic.retry.unwrap_or(RetryDelay::Immediate) {
@@ -402,7 +430,7 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
                     RetryDelay::After(d) => d,
                 };
                 tokio::time::sleep(delay).await;
-                tokio::task::spawn_local(call(sim, stream, attempt + 1));
+                tokio::task::spawn_local(call(sim, stream, attempt + 1, tenant));
             }
         }
     }
@@ -432,20 +460,21 @@ impl Sim {
         self.server.execute(self.service_time(stream)).await;
     }
 
-    /// Admits a call of `stream` that arrived at `arrival` and serves it,
-    /// or refuses it.
+    /// Admits a call of `stream` (of `tenant`, if keyed) that arrived at
+    /// `arrival` and serves it, or refuses it.
     async fn serve(
         &self,
         stream: usize,
         arrival: Instant,
         deadline: Instant,
+        tenant: Option<&shed::Tenant>,
     ) -> Result<(), Refused> {
         let call = Call {
             policy: self.policies[stream],
             max_wait: self.streams[stream].max_wait,
             arrival,
             deadline: self.scenario.traffic[stream].deadline.then_some(deadline),
-            tenant: None,
+            tenant,
         };
         self.admission.serve(call, || self.work(stream)).await
     }
@@ -493,6 +522,7 @@ impl Sim {
             limit_direction_changes: None,
             shedding_transitions: None,
             clients: None,
+            tenants: None,
             phases,
         }
     }

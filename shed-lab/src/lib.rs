@@ -38,6 +38,7 @@ pub mod retries;
 pub mod scenario;
 pub mod seeds;
 mod server;
+pub mod tenants;
 
 pub use algorithm::Algorithm;
 pub use engine::{direction_changes, run, shed_config, PolicyKind};
