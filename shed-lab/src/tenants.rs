@@ -311,7 +311,7 @@ impl Tenants {
                     late: sum.late,
                     shed: sum.shed,
                     in_time_share: ratio(sum.in_time as f64, sum.offered as f64),
-                    of_fair_share: ratio(sum.in_time as f64, fair),
+                    of_fair_share: (fair > 0.0).then(|| round(sum.in_time as f64 / fair)),
                 }
             })
             .collect();
@@ -396,8 +396,9 @@ pub struct GroupCounts {
     /// Served in time over offered.
     pub in_time_share: f64,
     /// Served in time over the group's max-min fair part of everything
-    /// served in time (above 1: it had more, which others did not want).
-    pub of_fair_share: f64,
+    /// served in time (above 1: it had more, which others did not want);
+    /// `None` when nothing was served in time.
+    pub of_fair_share: Option<f64>,
 }
 
 /// The tenants' side of a run.
@@ -469,7 +470,7 @@ pub fn table(reports: &[Report]) -> String {
                 (String::new(), String::new())
             };
             out.push_str(&format!(
-                "{:<16} {:<10} {:>9} {:>9} {:>8} {:>8} {:>7.1}% {:>7.1}%   {:>6} {:>11}\n",
+                "{:<16} {:<10} {:>9} {:>9} {:>8} {:>8} {:>7.1}% {:>8}   {:>6} {:>11}\n",
                 if i == 0 { r.policy.as_str() } else { "" },
                 g.name,
                 g.tenants,
@@ -477,7 +478,8 @@ pub fn table(reports: &[Report]) -> String {
                 g.served_in_time,
                 g.shed,
                 100.0 * g.in_time_share,
-                100.0 * g.of_fair_share,
+                g.of_fair_share
+                    .map_or_else(|| "-".to_string(), |f| format!("{:.1}%", 100.0 * f)),
                 jain,
                 all,
             ));
