@@ -469,8 +469,8 @@ pub fn table(reports: &[Report]) -> String {
             } else {
                 (String::new(), String::new())
             };
-            out.push_str(&format!(
-                "{:<16} {:<10} {:>9} {:>9} {:>8} {:>8} {:>7.1}% {:>8}   {:>6} {:>11}\n",
+            let line = format!(
+                "{:<16} {:<10} {:>9} {:>9} {:>8} {:>8} {:>7.1}% {:>8}   {:>6} {:>11}",
                 if i == 0 { r.policy.as_str() } else { "" },
                 g.name,
                 g.tenants,
@@ -482,7 +482,9 @@ pub fn table(reports: &[Report]) -> String {
                     .map_or_else(|| "-".to_string(), |f| format!("{:.1}%", 100.0 * f)),
                 jain,
                 all,
-            ));
+            );
+            out.push_str(line.trim_end());
+            out.push('\n');
         }
     }
     out
