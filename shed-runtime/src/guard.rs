@@ -53,13 +53,11 @@ pub fn admit(policy: &'static Policy) -> Decision {
             && state.admits_everything()
         {
             if let Some(admitted) = held.core.try_acquire(class, weight) {
-                let sampled = admitted & held.sample_mask == 0;
-                if sampled {
-                    // The tenant's admissions, sampled as in `decide`: the
-                    // heaviest-tenants summary counts this path too.
-                    held.tally_tenant(class, true, held.sample_mask + 1);
-                }
-                let start = sampled.then(Instant::now);
+                // The sampled call is timed and tallies its tenant.
+                let start = (admitted & held.sample_mask == 0).then(|| {
+                    tally_sampled(&held, class);
+                    Instant::now()
+                });
                 return Decision::Admitted(Permit::new(
                     held,
                     class,
@@ -79,4 +77,13 @@ pub fn admit(policy: &'static Policy) -> Decision {
         policy: Some((&policy.stats, policy.class())),
     };
     Held::decide(request, deadline).into_decision()
+}
+
+/// Counts the caller's tenant's admissions on the sampled call, as
+/// `decide` does: the heaviest-tenants summary counts this path too. Out
+/// of line, so the inline admission stays as small as it was.
+#[cold]
+#[inline(never)]
+fn tally_sampled(held: &Held, class: usize) {
+    held.tally_tenant(class, true, held.sample_mask + 1);
 }
