@@ -62,11 +62,21 @@ async fn main() {
     let defaults = || Config::new().build().expect("valid");
     let quiet = run(defaults(), CAPACITY / 4.0, seconds).await;
     let quiet_p99 = load::LoadReport::percentile(&quiet.latencies, 0.99);
-    println!("uncontended, defaults, {} rps: {}\n", CAPACITY / 4.0, quiet.summary());
+    println!(
+        "uncontended, defaults, {} rps: {}\n",
+        CAPACITY / 4.0,
+        quiet.summary()
+    );
     let contenders = [
         ("defaults (no capacity)", defaults()),
-        ("capacity 16", Config::new().capacity(16).build().expect("valid")),
-        ("SHED_MODE=off", Config::new().mode(Mode::Off).build().expect("valid")),
+        (
+            "capacity 16",
+            Config::new().capacity(16).build().expect("valid"),
+        ),
+        (
+            "SHED_MODE=off",
+            Config::new().mode(Mode::Off).build().expect("valid"),
+        ),
     ];
     println!("| limiter | goodput | of capacity | p99 of served | p99 / uncontended p99 | refused | late |");
     println!("|---|---|---|---|---|---|---|");
@@ -83,5 +93,8 @@ async fn main() {
             report.late,
         );
     }
-    println!("\n(uncontended p99: {:.1} ms)", quiet_p99.as_secs_f64() * 1e3);
+    println!(
+        "\n(uncontended p99: {:.1} ms)",
+        quiet_p99.as_secs_f64() * 1e3
+    );
 }

@@ -8,11 +8,10 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shed::{Config, Limiter, Mode, Policy};
-use tokio::sync::Semaphore;
+use shed::{Config, Mode, Policy};
 use tokio::time::Instant;
-use tower::{Service, ServiceExt};
 
+use crate::admission::{Admission, Call, Refused};
 use crate::report::{phase_reports, Report, Tally, TICK};
 use crate::scenario::{Arrivals, RetryDelay, Scenario, ServiceDist};
 use crate::server::Server;
@@ -89,23 +88,6 @@ pub fn run(scenario: &Scenario, policy: PolicyKind, factor: f64) -> Report {
     local.block_on(&runtime, simulate(scenario.clone(), policy, factor))
 }
 
-/// The admission side of one policy.
-enum Admission {
-    Fifo(Arc<Semaphore>),
-    Tower(tower::limit::GlobalConcurrencyLimitLayer),
-    QueueWait(Arc<Semaphore>),
-    Shed {
-        limiter: Limiter,
-        policies: Vec<&'static Policy>,
-    },
-}
-
-/// Why a call was refused, and when its client may retry.
-struct Refusal {
-    reason: String,
-    retry_after: Duration,
-}
-
 struct Stream {
     rps: Cell<f64>,
     service_factor: Cell<f64>,
@@ -116,6 +98,8 @@ struct Stream {
 struct Sim {
     scenario: Scenario,
     admission: Admission,
+    /// Each stream's guarded fn, as `#[shed]` would declare it.
+    policies: Vec<&'static Policy>,
     server: Server,
     streams: Vec<Stream>,
     tallies: Vec<RefCell<Tally>>,
@@ -129,6 +113,8 @@ struct Sim {
     outstanding: Cell<u64>,
     /// The clients' retry policies, if the scenario has `[clients]`.
     clients: Option<crate::retries::Clients>,
+    /// Every call's tenant, if the scenario has `[tenants]`.
+    tenants: Option<crate::tenants::Tenants>,
 }
 
 async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report {
@@ -136,7 +122,6 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
     let window_end = start + Duration::from_secs_f64(scenario.seconds);
     let longest_timeout = scenario.traffic.iter().map(|t| t.timeout.0).max();
     let specs = scenario.class_specs();
-    let capacity = scenario.limiter.capacity;
     let streams: Vec<Stream> = scenario
         .traffic
         .iter()
@@ -151,33 +136,20 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             }),
         })
         .collect();
-    let admission = match policy {
-        PolicyKind::None => Admission::Fifo(Arc::new(Semaphore::new(capacity as usize))),
-        PolicyKind::QueueWait => Admission::QueueWait(Arc::new(Semaphore::new(capacity as usize))),
-        PolicyKind::RejectWhenFull => Admission::Tower(
-            tower::limit::GlobalConcurrencyLimitLayer::new(capacity as usize),
-        ),
-        PolicyKind::Shed => {
-            let config = shed_config(&scenario);
-            let policies = scenario
-                .traffic
-                .iter()
-                .enumerate()
-                .map(|(i, t)| {
-                    Policy::leak(
-                        format!("traffic#{}", i + 1),
-                        t.class.clone(),
-                        t.max_wait.map(|d| d.0),
-                        t.weight,
-                    )
-                })
-                .collect();
-            Admission::Shed {
-                limiter: config.build().expect("validated scenario"),
-                policies,
-            }
-        }
-    };
+    let admission = Admission::new(&scenario, policy);
+    let policies = scenario
+        .traffic
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            Policy::leak(
+                format!("traffic#{}", i + 1),
+                t.class.clone(),
+                t.max_wait.map(|d| d.0),
+                t.weight,
+            )
+        })
+        .collect();
     let sim = Rc::new(Sim {
         tallies: scenario
             .traffic
@@ -193,15 +165,15 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
             .clients
             .as_ref()
             .map(|c| crate::retries::Clients::new(c, scenario.traffic.len(), start, window_end)),
+        tenants: scenario.tenants.as_ref().map(crate::tenants::Tenants::new),
         streams,
         admission,
+        policies,
         server: Server::new(scenario.server.as_ref()),
         scenario,
     });
     let limit_trace = Rc::new(RefCell::new(Vec::new()));
-    if let (Admission::Shed { limiter, .. }, Some(adaptive)) =
-        (&sim.admission, &sim.scenario.adaptive)
-    {
+    if let (Some(limiter), Some(adaptive)) = (sim.admission.limiter(), &sim.scenario.adaptive) {
         let trace = limit_trace.clone();
         // The controller runs on this thread's runtime in virtual time.
         let controller = adaptive_controller(adaptive);
@@ -216,7 +188,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
         });
     }
     let overload_watch = Arc::new(std::sync::Mutex::new(None::<shed::OverloadState>));
-    if let (Admission::Shed { limiter, .. }, Some(o)) = (&sim.admission, &sim.scenario.overload) {
+    if let (Some(limiter), Some(o)) = (sim.admission.limiter(), &sim.scenario.overload) {
         let defaults = shed::OverloadController::new();
         let mut controller = defaults.thresholds(o.enter.unwrap_or(1.25), o.exit.unwrap_or(0.9));
         if let Some(alpha) = o.smoothing {
@@ -227,8 +199,11 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
         }
         controller.spawn_watched(limiter.clone(), overload_watch.clone());
     }
+    if let (Some(limiter), Some(tenants)) = (sim.admission.limiter(), &sim.scenario.tenants) {
+        crate::tenants::hold_back(tenants, limiter, start);
+    }
     let seconds_trace = Rc::new(RefCell::new(Vec::new()));
-    if let Admission::Shed { limiter, .. } = &sim.admission {
+    if let Some(limiter) = sim.admission.limiter() {
         let (limiter, trace) = (limiter.clone(), seconds_trace.clone());
         tokio::task::spawn_local(async move {
             let mut second =
@@ -277,6 +252,7 @@ async fn simulate(scenario: Scenario, policy: PolicyKind, factor: f64) -> Report
         let trigger = at().reduce(f64::min).zip(at().reduce(f64::max));
         report.clients = Some(clients.report(config.policy, sim.scenario.seconds, trigger));
     }
+    report.tenants = sim.tenants.as_ref().map(crate::tenants::Tenants::report);
     if let Some(state) = *overload_watch.lock().expect("not poisoned") {
         report.shedding_transitions = Some(state.transitions);
     }
@@ -321,6 +297,9 @@ pub fn shed_config(scenario: &Scenario) -> Config {
     if let Some(on) = l.retries_yield {
         config = config.retries_yield(on);
     }
+    if let Some(tiers) = scenario.tenants.as_ref().and_then(|t| t.tiers()) {
+        config = config.tiers(tiers);
+    }
     config
 }
 
@@ -359,6 +338,9 @@ pub fn direction_changes(limits: &[u32]) -> u32 {
 async fn arrivals(sim: Rc<Sim>, stream: usize) {
     let traffic = &sim.scenario.traffic[stream];
     let mut rng = fastrand::Rng::with_seed(sim.scenario.seed.wrapping_add(stream as u64 * 7919));
+    // Tenants have a generator of their own: the arrivals stay as they
+    // are without tenants.
+    let mut tenant_rng = fastrand::Rng::with_seed(rng.get_seed() ^ 0x7e4a_4175);
     let mut next = Instant::now();
     loop {
         let rps = sim.streams[stream].rps.get();
@@ -379,21 +361,27 @@ async fn arrivals(sim: Rc<Sim>, stream: usize) {
         if rps > 0.0 && sim.clients.is_some() {
             tokio::task::spawn_local(requests::request(sim.clone(), stream));
         } else if rps > 0.0 {
-            tokio::task::spawn_local(call(sim.clone(), stream, 0));
+            let tenant = sim.tenants.as_ref().map(|t| t.draw(&mut tenant_rng));
+            tokio::task::spawn_local(call(sim.clone(), stream, 0, tenant));
         }
     }
 }
 
-/// One call from its client's point of view, retries included.
-async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
+/// One call of `tenant` (an index into the scenario's tenants) from its
+/// client's point of view, retries included.
+async fn call(sim: Rc<Sim>, stream: usize, attempt: u32, tenant: Option<usize>) {
     let traffic = &sim.scenario.traffic[stream];
     let arrival = Instant::now();
     let deadline = arrival + traffic.timeout.0;
     // Calls of the warm-up and of the load after the window compete, but
     // are not counted.
     let counted = (sim.start..sim.window_end).contains(&arrival);
+    let tenants = sim.tenants.as_ref().zip(tenant);
     if counted {
         sim.tallies[stream].borrow_mut().offer(attempt > 0);
+        if let Some((tenants, i)) = tenants {
+            tenants.offer(i);
+        }
     }
     sim.outstanding.set(sim.outstanding.get() + 1);
 
@@ -406,25 +394,34 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
         tokio::task::spawn_local(async move {
             tokio::time::sleep_until(deadline).await;
             if !answered.get() {
-                tokio::task::spawn_local(call(sim, stream, attempt + 1));
+                tokio::task::spawn_local(call(sim, stream, attempt + 1, tenant));
             }
         });
     }
 
-    let outcome = sim.serve(stream, arrival, deadline).await;
+    let key = tenants.and_then(|(tenants, i)| tenants.key(i));
+    let outcome = sim.serve(stream, arrival, deadline, key).await;
     let done = Instant::now();
     answered.set(true);
     sim.outstanding.set(sim.outstanding.get() - 1);
     match outcome {
-        Ok(()) if counted => sim.tallies[stream].borrow_mut().served(
-            done - arrival,
-            done <= deadline,
-            arrival - sim.start,
-        ),
+        Ok(()) if counted => {
+            sim.tallies[stream].borrow_mut().served(
+                done - arrival,
+                done <= deadline,
+                arrival - sim.start,
+            );
+            if let Some((tenants, i)) = tenants {
+                tenants.served(i, done <= deadline);
+            }
+        }
         Ok(()) => {}
         Err(refusal) => {
             if counted {
                 sim.tallies[stream].borrow_mut().shed(&refusal.reason);
+                if let Some((tenants, i)) = tenants {
+                    tenants.shed(i);
+                }
             }
             if may_retry && done < deadline {
                 let delay = match traffic.retry.unwrap_or(RetryDelay::Immediate) {
@@ -433,7 +430,7 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32) {
                     RetryDelay::After(d) => d,
                 };
                 tokio::time::sleep(delay).await;
-                tokio::task::spawn_local(call(sim, stream, attempt + 1));
+                tokio::task::spawn_local(call(sim, stream, attempt + 1, tenant));
             }
         }
     }
@@ -463,68 +460,23 @@ impl Sim {
         self.server.execute(self.service_time(stream)).await;
     }
 
+    /// Admits a call of `stream` (of `tenant`, if keyed) that arrived at
+    /// `arrival` and serves it, or refuses it.
     async fn serve(
         &self,
         stream: usize,
         arrival: Instant,
         deadline: Instant,
-    ) -> Result<(), Refusal> {
-        let traffic = &self.scenario.traffic[stream];
-        match &self.admission {
-            Admission::Fifo(slots) => {
-                let _permit = slots
-                    .acquire_many(traffic.weight)
-                    .await
-                    .expect("never closed");
-                self.work(stream).await;
-                Ok(())
-            }
-            Admission::QueueWait(slots) => {
-                let permit = slots
-                    .acquire_many(traffic.weight)
-                    .await
-                    .expect("never closed");
-                if arrival.elapsed() > self.streams[stream].max_wait {
-                    drop(permit);
-                    return Err(Refusal {
-                        reason: "max_wait".into(),
-                        retry_after: Duration::from_secs(1),
-                    });
-                }
-                self.work(stream).await;
-                Ok(())
-            }
-            Admission::Tower(limit) => {
-                // The service time is drawn when the inner service is
-                // called, i.e. only for admitted calls, as for the others.
-                let work = tower::service_fn(|()| async {
-                    self.work(stream).await;
-                    Ok::<(), std::convert::Infallible>(())
-                });
-                let mut stack = tower::ServiceBuilder::new()
-                    .load_shed()
-                    .layer(limit.clone())
-                    .service(work);
-                let ready = stack.ready().await.expect("load_shed is always ready");
-                ready.call(()).await.map_err(|_overloaded| Refusal {
-                    reason: "overloaded".into(),
-                    retry_after: Duration::from_secs(1),
-                })
-            }
-            Admission::Shed { limiter, policies } => {
-                let work = self.work(stream);
-                let guarded = shed::run_guarded(policies[stream], work);
-                let result = if traffic.deadline {
-                    limiter.scope(shed::with_deadline(deadline, guarded)).await
-                } else {
-                    limiter.scope(guarded).await
-                };
-                result.map_err(|rejected| Refusal {
-                    reason: rejected.reason().to_string(),
-                    retry_after: rejected.retry_after(),
-                })
-            }
-        }
+        tenant: Option<&shed::Tenant>,
+    ) -> Result<(), Refused> {
+        let call = Call {
+            policy: self.policies[stream],
+            max_wait: self.streams[stream].max_wait,
+            arrival,
+            deadline: self.scenario.traffic[stream].deadline.then_some(deadline),
+            tenant,
+        };
+        self.admission.serve(call, || self.work(stream)).await
     }
 
     fn report(&self, policy: PolicyKind, factor: f64) -> Report {
@@ -570,6 +522,7 @@ impl Sim {
             limit_direction_changes: None,
             shedding_transitions: None,
             clients: None,
+            tenants: None,
             phases,
         }
     }

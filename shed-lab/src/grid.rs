@@ -183,6 +183,7 @@ pub fn scenario(shape: &Shape, contender: Contender, seed: u64) -> Scenario {
         overload: None,
         fleet: None,
         clients: None,
+        tenants: None,
     };
     if contender == Contender::OldDefaults {
         scenario.limiter = LimiterConfig {

@@ -26,6 +26,7 @@
 //! assert_eq!(shed.total.late, 0);
 //! ```
 
+mod admission;
 pub mod algorithm;
 pub mod cli;
 mod engine;
@@ -37,6 +38,7 @@ pub mod retries;
 pub mod scenario;
 pub mod seeds;
 mod server;
+pub mod tenants;
 
 pub use algorithm::Algorithm;
 pub use engine::{direction_changes, run, shed_config, PolicyKind};

@@ -63,6 +63,9 @@ pub struct Report {
     /// What the clients did, when the scenario has a `[clients]` table.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clients: Option<crate::retries::ClientReport>,
+    /// Per group of tenants, with the scenario's `[tenants]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenants: Option<crate::tenants::TenantsReport>,
     /// The stretches between the scenario's events, with how long the
     /// policy took to serve near the best possible goodput in each.
     pub phases: Vec<PhaseReport>,

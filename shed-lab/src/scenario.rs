@@ -51,6 +51,11 @@
 //! smoothing = 0.3
 //! tick = "1s"
 //!
+//! [tenants]             # optional: every call's tenant (see `tenants`)
+//! [[tenants.group]]
+//! name = "quiet"
+//! count = 9
+//!
 //! [clients]             # optional: clients with a retry policy (see `retries`)
 //! policy = "budget"     # none | immediate | backoff | budget | budget+throttle
 //!
@@ -403,6 +408,8 @@ pub struct Scenario {
     pub fleet: Option<crate::fleet::FleetConfig>,
     /// Clients with a retry policy (default: the streams' own `retries`).
     pub clients: Option<crate::retries::ClientsConfig>,
+    /// Every call's tenant (default: none, one anonymous tenant).
+    pub tenants: Option<crate::tenants::TenantsConfig>,
 }
 
 impl Scenario {
@@ -528,6 +535,20 @@ impl Scenario {
             {
                 problems.push(
                     "`[clients]` gives every stream its retries: remove `retries` and `retry` from `[[traffic]]`".into(),
+                );
+            }
+        }
+        if let Some(tenants) = &self.tenants {
+            problems.extend(tenants.problems());
+            let classes = self.class_specs();
+            for a in &tenants.admits {
+                if !classes.iter().any(|s| s.name() == a.class) {
+                    problems.push(format!("`tenants.admit`: `{}` is not a class", a.class));
+                }
+            }
+            if self.fleet.is_some() || self.clients.is_some() {
+                problems.push(
+                    "`[tenants]` is simulated on one instance without `[clients]`: remove `[fleet]` or `[clients]`".into(),
                 );
             }
         }

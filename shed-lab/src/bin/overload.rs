@@ -8,6 +8,7 @@
 //! cargo run --release -p shed-lab -- --compare --json
 //! cargo run --release -p shed-lab -- examples/scenarios/anchor.toml --sweep 1,1.5 --seeds 0..16
 //! cargo run --release -p shed-lab -- examples/scenarios/metastable.toml --policy shed --clients budget
+//! cargo run --release -p shed-lab -- examples/scenarios/tenants-noisy-neighbour.toml --compare
 //! ```
 
 use std::path::Path;
@@ -73,6 +74,9 @@ fn main() -> ExitCode {
             print!("{}", report::algorithm_table(&reports));
         }
         return ExitCode::SUCCESS;
+    }
+    if scenario.tenants.is_some() && args.plot.is_none() {
+        return tenants(&scenario, &args);
     }
     if let Some(clients) = &args.clients {
         let reports: Vec<Report> = args
@@ -159,6 +163,36 @@ fn fleet(scenario: &Scenario, args: &shed_lab::cli::Args) -> ExitCode {
             scenario.seconds
         );
         print!("{}", shed_lab::fleet::table(&reports));
+    }
+    ExitCode::SUCCESS
+}
+
+/// A scenario with `[tenants]`: each policy asked for, and `shed` once
+/// more without tenant keys, with the tenants' groups.
+fn tenants(scenario: &Scenario, args: &shed_lab::cli::Args) -> ExitCode {
+    let reports: Vec<Report> = args
+        .factors
+        .iter()
+        .flat_map(|&f| shed_lab::tenants::compare(scenario, &args.policies, f))
+        .collect();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&reports).expect("reports serialise")
+        );
+    } else {
+        let offered: f64 = scenario.traffic.iter().map(|t| t.rps).sum();
+        println!(
+            "{}: {:.0} rps offered to a capacity of {:.0} rps ({} slots), {} s simulated\n",
+            scenario.name,
+            offered,
+            scenario.capacity_rps(),
+            scenario.limiter.capacity,
+            scenario.seconds
+        );
+        print!("{}", report::table(&reports));
+        println!("\nper group of tenants:");
+        print!("{}", shed_lab::tenants::table(&reports));
     }
     ExitCode::SUCCESS
 }

@@ -83,7 +83,7 @@ async fn send(sim: &Rc<Sim>, stream: usize, attempt: u32) -> Outcome {
     let server = sim.clone();
     tokio::task::spawn_local(async move {
         let sim = server;
-        let outcome = shed::with_attempt(attempt, sim.serve(stream, arrival, deadline)).await;
+        let outcome = shed::with_attempt(attempt, sim.serve(stream, arrival, deadline, None)).await;
         let done = Instant::now();
         sim.outstanding.set(sim.outstanding.get() - 1);
         let reply = match outcome {

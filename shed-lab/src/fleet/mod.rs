@@ -472,6 +472,7 @@ impl Sim {
                 .collect(),
             adaptive: None,
             clients: None,
+            tenants: None,
             limit_direction_changes: None,
             shedding_transitions: None,
             phases: Vec::new(),

@@ -7,12 +7,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shed::{Limiter, LoadReporter, Policy, Readiness};
-use tokio::sync::{watch, Semaphore};
+use shed::{LoadReporter, Policy, Readiness};
+use tokio::sync::watch;
 use tokio::time::Instant;
-use tower::{Service, ServiceExt};
 
-use crate::engine::shed_config;
+use crate::admission::{Admission, Call};
 use crate::scenario::Scenario;
 use crate::server::Server;
 use crate::PolicyKind;
@@ -41,14 +40,6 @@ impl Refusal {
     }
 }
 
-/// The admission side of one process under one policy.
-enum Admission {
-    Fifo(Arc<Semaphore>),
-    Tower(tower::limit::GlobalConcurrencyLimitLayer),
-    QueueWait(Arc<Semaphore>),
-    Shed(Limiter),
-}
-
 /// One run of a replica's process, from a start to its loss or stop.
 pub(crate) struct Process {
     admission: Admission,
@@ -66,19 +57,9 @@ pub(crate) struct Process {
 
 impl Process {
     fn start(scenario: &Scenario, policy: PolicyKind, report_interval: Duration) -> Self {
-        let capacity = scenario.limiter.capacity as usize;
-        let admission = match policy {
-            PolicyKind::None => Admission::Fifo(Arc::new(Semaphore::new(capacity))),
-            PolicyKind::QueueWait => Admission::QueueWait(Arc::new(Semaphore::new(capacity))),
-            PolicyKind::RejectWhenFull => {
-                Admission::Tower(tower::limit::GlobalConcurrencyLimitLayer::new(capacity))
-            }
-            PolicyKind::Shed => {
-                Admission::Shed(shed_config(scenario).build().expect("validated scenario"))
-            }
-        };
-        let (reporter, readiness) = match &admission {
-            Admission::Shed(limiter) => (
+        let admission = Admission::new(scenario, policy);
+        let (reporter, readiness) = match admission.limiter() {
+            Some(limiter) => (
                 Some(LoadReporter::new(limiter.clone()).interval(report_interval)),
                 Some(
                     Readiness::new(limiter.clone())
@@ -86,7 +67,7 @@ impl Process {
                         .start(),
                 ),
             ),
-            _ => (None, None),
+            None => (None, None),
         };
         Self {
             admission,
@@ -196,7 +177,11 @@ impl Replica {
         let mut killed = process.killed.subscribe();
         let factor = self.slow.get();
         let serve = process.serve(policy, max_wait, deadline, work, factor);
+        // Biased: polled in this order, not tokio's random one, so a run
+        // is the same every time (a request done at the instant of the
+        // loss is answered).
         tokio::select! {
+            biased;
             result = serve => result,
             _ = killed.wait_for(|dead| *dead) => Err(Refusal::new("replica lost", false)),
         }
@@ -217,61 +202,26 @@ impl Process {
         work: impl FnOnce(f64, Duration) -> Duration,
         slow: f64,
     ) -> Result<(), Refusal> {
-        let arrival = Instant::now();
-        let weight = policy.weight();
-        // Drawn once admitted, at the speed of that moment.
-        let draw = Cell::new(Some(work));
-        let run = || async {
-            let work = draw.take().expect("admitted once");
-            let time = work(slow, self.uptime());
-            self.server.execute(time).await;
+        let call = Call {
+            policy,
+            max_wait,
+            arrival: Instant::now(),
+            deadline,
+            tenant: None,
         };
-        match &self.admission {
-            Admission::Fifo(slots) => {
-                let _permit = slots.acquire_many(weight).await.expect("never closed");
-                run().await;
-                Ok(())
-            }
-            Admission::QueueWait(slots) => {
-                let permit = slots.acquire_many(weight).await.expect("never closed");
-                if arrival.elapsed() > max_wait {
-                    drop(permit);
-                    return Err(Refusal::new("max_wait", true));
-                }
-                run().await;
-                Ok(())
-            }
-            Admission::Tower(limit) => {
-                let work = tower::service_fn(|()| async {
-                    run().await;
-                    Ok::<(), std::convert::Infallible>(())
-                });
-                let mut stack = tower::ServiceBuilder::new()
-                    .load_shed()
-                    .layer(limit.clone())
-                    .service(work);
-                let ready = stack.ready().await.expect("load_shed is always ready");
-                ready
-                    .call(())
-                    .await
-                    .map_err(|_overloaded| Refusal::new("overloaded", true))
-            }
-            Admission::Shed(limiter) => {
-                let guarded = shed::run_guarded(policy, run());
-                let result = match deadline {
-                    Some(deadline) => limiter.scope(shed::with_deadline(deadline, guarded)).await,
-                    None => limiter.scope(guarded).await,
-                };
-                // Every response carries a load report, as behind the
-                // runtime's `OrcaLayer`: each is a sample of the occupancy.
-                if let Some(reporter) = &self.reporter {
-                    reporter.report();
-                }
-                result.map_err(|rejected| {
-                    let retryable = rejected.reason() != shed::Reason::Deadline;
-                    Refusal::new(rejected.reason().to_string(), retryable)
-                })
-            }
+        // Drawn once admitted, at the speed of that moment.
+        let result = self
+            .admission
+            .serve(call, || async {
+                let time = work(slow, self.uptime());
+                self.server.execute(time).await;
+            })
+            .await;
+        if let (Some(reporter), Admission::Shed(_)) = (&self.reporter, &self.admission) {
+            // Every response carries a load report, as behind the
+            // runtime's `OrcaLayer`: each is a sample of the occupancy.
+            reporter.report();
         }
+        result.map_err(|refused| Refusal::new(refused.reason, refused.retryable))
     }
 }

@@ -366,11 +366,24 @@ impl Held {
         }
         match self.core.try_acquire(class, weight) {
             Some(admitted) => {
-                let start = (admitted & self.sample_mask == 0).then(Instant::now);
+                // The sampled call is timed and tallies its tenant.
+                let start = (admitted & self.sample_mask == 0).then(|| {
+                    self.tally_sampled(class);
+                    Instant::now()
+                });
                 Ok(Permit::new(self, class, weight, start, Some(stats)))
             }
             None => Err(self),
         }
+    }
+
+    /// Counts the caller's tenant's admissions on the sampled call, as
+    /// `decide` does: the heaviest-tenants summary counts this path too. Out
+    /// of line, so the inline admission stays as small as it was.
+    #[cold]
+    #[inline(never)]
+    fn tally_sampled(&self, class: usize) {
+        self.tally_tenant(class, true, self.sample_mask + 1);
     }
 
     /// Counts a refusal of `class` answered by a fallback.
