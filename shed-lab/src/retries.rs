@@ -457,7 +457,8 @@ impl Clients {
                     retries,
                     offered: first + retries,
                     refused: sum(&t.refused, r.clone()),
-                    throttled: sum(&t.throttled, r),
+                    throttled: sum(&t.throttled, r.clone()),
+                    revoked: sum(&t.revoked, r),
                     amplification: amplification(first, retries),
                 }
             })
@@ -579,6 +580,8 @@ pub struct ClientSecond {
     pub refused: u64,
     /// Attempts the throttle kept back in it.
     pub throttled: u64,
+    /// Retries the budget granted and did not send when due, in it.
+    pub revoked: u64,
     /// `offered / first_attempts` (1 = no retries).
     pub amplification: f64,
 }
