@@ -49,7 +49,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use shed::client::{AdaptiveThrottle, Backoff, RetryBudget};
+use shed::client::{AdaptiveThrottle, Backoff, Reservation, RetryBudget};
 use tokio::time::Instant;
 
 use crate::report::TICK;
@@ -266,17 +266,22 @@ impl Client {
         }
     }
 
-    /// Whether attempt `attempt` (1 = the first) may be sent: the
-    /// throttle, if any, decides, as the client layer's does before every
-    /// attempt.
-    pub(crate) fn admit(&self, attempt: u32) -> bool {
-        let sent = self.throttle.as_ref().is_none_or(AdaptiveThrottle::admit);
-        if sent && attempt == 1 {
+    /// Whether attempt `attempt` (1 = the first) may be sent, as the
+    /// client layer decides before every attempt: a retry's budget
+    /// `reservation` is redeemed, then the throttle, if any, decides.
+    pub(crate) fn admit(&self, attempt: u32, reservation: Option<Reservation>) -> Admit {
+        if reservation.is_some_and(|r| !r.redeem()) {
+            return Admit::Revoked;
+        }
+        if !self.throttle.as_ref().is_none_or(AdaptiveThrottle::admit) {
+            return Admit::Throttled;
+        }
+        if attempt == 1 {
             if let Some(budget) = &self.budget {
                 budget.deposit();
             }
         }
-        sent
+        Admit::Sent
     }
 
     /// Records how a sent attempt ended (`accepted`: not refused for
@@ -288,26 +293,46 @@ impl Client {
     }
 
     /// How long to wait before retrying after attempt `attempt` failed,
-    /// or `None` to give up.
-    pub(crate) fn retry_wait(&self, attempt: u32, failure: Failure) -> Option<Duration> {
+    /// and the budget's grant for the retry if the client has a budget;
+    /// `None` to give up.
+    pub(crate) fn retry_wait(
+        &self,
+        attempt: u32,
+        failure: Failure,
+    ) -> Option<(Duration, Option<Reservation>)> {
         if attempt > self.retries {
             return None;
         }
         match (self.policy, failure) {
             (ClientPolicy::None, _) => None,
-            (ClientPolicy::Immediate, _) => Some(self.delay),
-            (ClientPolicy::Backoff, _) => Some(self.backoff.delay(attempt)),
+            (ClientPolicy::Immediate, _) => Some((self.delay, None)),
+            (ClientPolicy::Backoff, _) => Some((self.backoff.delay(attempt), None)),
             // The client layer retries only what did not run.
             (_, Failure::TimedOut) => None,
             (_, Failure::Refused(retry_after)) => {
                 let wait = retry_after + self.backoff.delay(attempt);
-                self.budget
-                    .as_ref()
-                    .is_none_or(RetryBudget::try_withdraw)
-                    .then_some(wait)
+                match &self.budget {
+                    None => Some((wait, None)),
+                    // The budget may defer it: it paces retries.
+                    Some(budget) => budget
+                        .reserve(Instant::now() + wait)
+                        .map(|r| (r.due() - Instant::now(), Some(r))),
+                }
             }
         }
     }
+}
+
+/// Whether an attempt was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// Sent.
+    Sent,
+    /// Kept back by the throttle.
+    Throttled,
+    /// A retry the budget granted, not sent when due: the rate of first
+    /// attempts had fallen since.
+    Revoked,
 }
 
 /// Per-tick counts of a run with clients (ticks of [`TICK`] from the start
@@ -328,6 +353,8 @@ struct Ticks {
     refused: Vec<u64>,
     /// Attempts the throttle kept back, by tick.
     throttled: Vec<u64>,
+    /// Retries granted by the budget and not sent when due, by tick.
+    revoked: Vec<u64>,
 }
 
 fn bump(v: &mut Vec<u64>, tick: usize) {
@@ -362,6 +389,8 @@ pub(crate) enum Event {
     Refused,
     /// The throttle kept an attempt back.
     Throttled,
+    /// The budget revoked a retry it had granted, when it was due.
+    Revoked,
 }
 
 impl Clients {
@@ -394,6 +423,7 @@ impl Clients {
             Event::Retry => &mut t.retries,
             Event::Refused => &mut t.refused,
             Event::Throttled => &mut t.throttled,
+            Event::Revoked => &mut t.revoked,
         };
         bump(v, tick);
     }
@@ -427,7 +457,8 @@ impl Clients {
                     retries,
                     offered: first + retries,
                     refused: sum(&t.refused, r.clone()),
-                    throttled: sum(&t.throttled, r),
+                    throttled: sum(&t.throttled, r.clone()),
+                    revoked: sum(&t.revoked, r),
                     amplification: amplification(first, retries),
                 }
             })
@@ -463,6 +494,7 @@ impl Clients {
             retries,
             refused: sum(&t.refused, 0..n_ticks),
             throttled: sum(&t.throttled, 0..n_ticks),
+            revoked: sum(&t.revoked, 0..n_ticks),
             amplification: amplification(first, retries),
             max_amplification: per_second
                 .iter()
@@ -548,6 +580,8 @@ pub struct ClientSecond {
     pub refused: u64,
     /// Attempts the throttle kept back in it.
     pub throttled: u64,
+    /// Retries the budget granted and did not send when due, in it.
+    pub revoked: u64,
     /// `offered / first_attempts` (1 = no retries).
     pub amplification: f64,
 }
@@ -578,6 +612,11 @@ pub struct ClientReport {
     pub refused: u64,
     /// Attempts the throttle kept back.
     pub throttled: u64,
+    /// Retries the budget granted when their attempt was refused, then did
+    /// not send when they were due, the rate of first attempts having
+    /// fallen meanwhile: callers that waited out a `Retry-After` for
+    /// nothing.
+    pub revoked: u64,
     /// `(first attempts + retries) / first attempts` over the window.
     pub amplification: f64,
     /// The highest amplification of any second.

@@ -115,13 +115,20 @@ fn shed_with_budgeted_clients_recovers_within_two_seconds_of_the_trigger() {
             "{policy}: {after:.3} of 0.8x answered in time"
         );
         assert!(report.amplification <= 1.1, "{policy}: {report:?}");
-        for s in trigger_seconds(&report) {
-            assert!(s.amplification <= 1.11, "{policy}: {s:?}");
+        // Every second, the ones right after the trigger included: the
+        // retries of its last refusals, paced at the rate of 3x, arrive
+        // on a load 3.75 times lower, and the budget sends only those
+        // that the new first attempts earn (it was 1.27 and 1.13 when the
+        // budget was spent when a retry was scheduled).
+        for s in &report.per_second {
+            assert!(s.amplification <= 1.1, "{policy}: {s:?}");
         }
-        // The retries of the trigger's last refusals arrive after it, on
-        // top of a lower load: above 1.1 for a second or two, never more
-        // than 1.3, and the service keeps up (see BENCHMARKS.md).
-        assert!(report.max_amplification <= 1.3, "{policy}: {report:?}");
+        let after = &report.per_second[12..15];
+        assert!(
+            after.iter().any(|s| s.retries > 0),
+            "{policy}: retries still go after the trigger: {after:?}"
+        );
+        assert!(report.revoked > 0, "{policy}: some were not earned");
     }
 }
 

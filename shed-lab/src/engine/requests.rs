@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::Sim;
-use crate::retries::{Event, Failure};
+use crate::retries::{Admit, Event, Failure};
 
 /// How one attempt ended, as its client sees it.
 enum Outcome {
@@ -27,10 +27,12 @@ pub(super) async fn request(sim: Rc<Sim>, stream: usize) {
     let arrival = Instant::now();
     clients.count(Event::Request, arrival);
     let mut attempt = 1;
+    let mut reservation = None;
     loop {
-        if !client.admit(attempt) {
-            clients.count(Event::Throttled, Instant::now());
-            return;
+        match client.admit(attempt, reservation.take()) {
+            Admit::Sent => {}
+            Admit::Throttled => return clients.count(Event::Throttled, Instant::now()),
+            Admit::Revoked => return clients.count(Event::Revoked, Instant::now()),
         }
         let sent = Instant::now();
         clients.count(
@@ -61,7 +63,10 @@ pub(super) async fn request(sim: Rc<Sim>, stream: usize) {
             }
         };
         match client.retry_wait(attempt, failure) {
-            Some(wait) => tokio::time::sleep(wait).await,
+            Some((wait, granted)) => {
+                reservation = granted;
+                tokio::time::sleep(wait).await;
+            }
             None => return,
         }
         attempt += 1;

@@ -58,8 +58,14 @@ pub struct ClientStats {
     pub attempts: u64,
     /// Attempts after the first (sent).
     pub retries: u64,
-    /// Retries not made because the budget was spent.
+    /// Retries not made because the budget was spent (at once, or when
+    /// due: see `budget_revoked`).
     pub budget_exhausted: u64,
+    /// Of those, retries granted by the budget but not sent when due,
+    /// because the rate of first attempts had fallen meanwhile
+    /// ([`Reservation::redeem`](super::Reservation::redeem)): the callers
+    /// that waited out a `Retry-After` for nothing.
+    pub budget_revoked: u64,
     /// Calls rejected locally by adaptive throttling.
     pub throttled: u64,
     /// Calls not sent because their deadline had passed.
@@ -73,6 +79,7 @@ struct Counters {
     attempts: AtomicU64,
     retries: AtomicU64,
     budget_exhausted: AtomicU64,
+    budget_revoked: AtomicU64,
     throttled: AtomicU64,
     deadline_expired: AtomicU64,
     retries_past_deadline: AtomicU64,
@@ -97,8 +104,12 @@ const MAX_PROBLEM_BYTES: usize = 16 * 1024;
 ///   than `Retry-After` / the pushback, plus exponential backoff with full
 ///   jitter ([`Backoff`]); never past the deadline; each retry carries
 ///   `x-shed-attempt: <n>` (and `grpc-previous-rpc-attempts` on gRPC);
-/// - **a retry budget** ([`RetryBudget`], default 10% of first attempts)
-///   shared by every call through this layer and its clones;
+/// - **a retry budget** ([`RetryBudget`], default 10% of first attempts,
+///   over 10 s and in every second) shared by every call through this
+///   layer and its clones; a retry is granted when the refusal comes in
+///   (a caller the budget will not cover is answered at once) and checked
+///   again when its wait is over, against the first attempts of the last
+///   second;
 /// - **adaptive throttling** ([`AdaptiveThrottle`], K = 2), shared the
 ///   same way; it applies to retries too (a retry it rejects ends the call
 ///   with the refusal before it).
@@ -111,7 +122,8 @@ const MAX_PROBLEM_BYTES: usize = 16 * 1024;
 ///
 /// Metrics (through the `metrics` facade, labelled `client`):
 /// `shed_client_attempts_total`, `shed_client_retries_total`,
-/// `shed_client_budget_exhausted_total`, `shed_client_throttled_total`,
+/// `shed_client_budget_exhausted_total` (of which
+/// `shed_client_budget_revoked_total`), `shed_client_throttled_total`,
 /// `shed_client_deadline_expired_total`,
 /// `shed_client_retries_past_deadline_total`; [`ClientLayer::stats`] gives
 /// the same counts.
@@ -212,6 +224,7 @@ impl ClientLayer {
             attempts: read(&c.attempts),
             retries: read(&c.retries),
             budget_exhausted: read(&c.budget_exhausted),
+            budget_revoked: read(&c.budget_revoked),
             throttled: read(&c.throttled),
             deadline_expired: read(&c.deadline_expired),
             retries_past_deadline: read(&c.retries_past_deadline),
@@ -387,13 +400,31 @@ impl ClientLayer {
                     return refusal;
                 }
             }
-            if let Some(budget) = &self.budget {
-                if !budget.try_withdraw() {
-                    self.count(&c.budget_exhausted, "shed_client_budget_exhausted_total");
-                    return refusal;
-                }
+            // Granted now, so a caller the budget will not cover is told
+            // at once; checked again when due (before the throttle, which
+            // counts what it lets through), as the rate of first attempts
+            // may have fallen since.
+            let mut resend = Instant::now() + wait;
+            let reservation = match &self.budget {
+                Some(budget) => match budget.reserve(resend) {
+                    // Paced: the budget may defer it (see RetryBudget).
+                    Some(r) if deadline.is_none_or(|d| r.due() + self.margin < d) => {
+                        resend = r.due();
+                        Some(r)
+                    }
+                    _ => {
+                        self.count(&c.budget_exhausted, "shed_client_budget_exhausted_total");
+                        return refusal;
+                    }
+                },
+                None => None,
+            };
+            tokio::time::sleep_until(resend).await;
+            if reservation.is_some_and(|r| !r.redeem()) {
+                self.count(&c.budget_exhausted, "shed_client_budget_exhausted_total");
+                self.count(&c.budget_revoked, "shed_client_budget_revoked_total");
+                return refusal;
             }
-            tokio::time::sleep(wait).await;
             last = Some(refusal);
             attempt += 1;
         }

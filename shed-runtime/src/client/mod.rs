@@ -45,7 +45,7 @@ mod tests;
 
 pub use backoff::Backoff;
 pub use body::ClientBody;
-pub use budget::RetryBudget;
+pub use budget::{Reservation, RetryBudget};
 pub use headers::grpc_timeout;
 pub use layer::{BoxError, Client, ClientLayer, ClientStats, Idempotent, LocalRefusal};
 pub use throttle::AdaptiveThrottle;

@@ -380,19 +380,80 @@ async fn a_shared_budget_caps_retries_across_calls() {
     let layer = bare()
         .max_attempts(5)
         .budget(Some(RetryBudget::new().ratio(0.1).min_per_second(0.0)));
-    // Two services from one layer: one client, one budget.
-    let (mut a, mut b) = (layer.layer(service.clone()), layer.layer(service.clone()));
-    for _ in 0..100 {
-        call(&mut a, get()).await.unwrap();
-        call(&mut b, get()).await.unwrap();
+    // Two services from one layer (one client, one budget), 100 calls a
+    // second each for 4 s, every attempt refused with `Retry-After: 1`.
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..800 {
+        let mut client = layer.layer(service.clone());
+        calls.spawn(async move {
+            tokio::time::sleep(Duration::from_millis(10 * (i / 2))).await;
+            call(&mut client, get()).await.unwrap()
+        });
+    }
+    while calls.join_next().await.is_some() {}
+    let stats = layer.stats();
+    let first = stats.attempts - stats.retries;
+    assert_eq!(first, 800);
+    assert!(stats.retries <= 80, "10% of 800 first attempts: {stats:?}");
+    // Paced at 90% of 20 a second, from 1 s (`Retry-After`) to 4 s (the
+    // end of the first attempts, which pay for them).
+    assert!(stats.retries >= 40, "the budget is used: {stats:?}");
+    assert_eq!(
+        stats.budget_exhausted, 800,
+        "every call ended on a denied retry"
+    );
+    // Each second's retries are paid by the first attempts of that second.
+    let seen = service.seen();
+    let start = seen[0].1;
+    for second in 0..5 {
+        let count = |retry: bool| {
+            seen.iter()
+                .filter(|(h, at)| {
+                    (*at - start).as_secs() == second && h.contains_key("x-shed-attempt") == retry
+                })
+                .count()
+        };
+        let (first, retries) = (count(false), count(true));
+        // The balance holds at most two retries beyond what a span's first
+        // attempts earn.
+        assert!(
+            retries * 10 <= first + 20,
+            "second {second}: {retries} retries, {first} first attempts"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_due_when_first_attempts_have_stopped_is_not_sent() {
+    let service = Scripted::new(vec![
+        Reply::Shed {
+            retry_after_secs: 1
+        };
+        10_000
+    ]);
+    let layer = bare()
+        .max_attempts(2)
+        .budget(Some(RetryBudget::new().ratio(0.1).min_per_second(0.0)));
+    let client = layer.layer(service.clone());
+    // Ten calls at once earn one retry, due a second later, when no
+    // first attempt has come for a second: it is not sent, and the caller
+    // gets the refusal it had (the budget was spent when the retry was
+    // scheduled, it was 10% of the first attempts over 10 s).
+    let started = Instant::now();
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..10 {
+        let mut client = client.clone();
+        calls.spawn(async move { call(&mut client, get()).await.unwrap() });
+    }
+    while let Some(done) = calls.join_next().await {
+        assert_eq!(done.unwrap().0, 503);
     }
     let stats = layer.stats();
-    assert_eq!(stats.attempts - stats.retries, 200);
-    assert!(stats.retries <= 20, "10% of 200 first attempts: {stats:?}");
-    assert!(stats.retries >= 15, "the budget is used: {stats:?}");
-    assert_eq!(
-        stats.budget_exhausted, 200,
-        "every call ended on a denied retry"
+    assert_eq!((stats.attempts, stats.retries), (10, 0), "{stats:?}");
+    assert_eq!((stats.budget_exhausted, stats.budget_revoked), (10, 1));
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the one granted waited"
     );
 }
 
