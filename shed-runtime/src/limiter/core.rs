@@ -155,11 +155,16 @@ impl Core {
         }
         let rank = state.spec.rank();
         let rank_of = |c: usize| self.classes[c].spec.rank();
-        let evictable = queue.evictable_by(rank_of, rank, waiter);
-        let room_after_evicting = self
-            .queue_bound
-            .saturating_sub(queue.queued_weight() - evictable);
-        if waiter.weight > room_after_evicting {
+        // What the arrival could evict only matters when it does not fit
+        // as things are (the common case fits: no pass over the classes
+        // and lanes).
+        let fits = queue.queued_weight() + waiter.weight <= self.queue_bound;
+        if !fits
+            && waiter.weight
+                > self.queue_bound.saturating_sub(
+                    queue.queued_weight() - queue.evictable_by(rank_of, rank, waiter),
+                )
+        {
             // Even evicting everybody it may would not make room: refuse
             // without evicting anybody.
             self.refuse_overflow(&mut queue, waiter, Reason::QueueFull);
