@@ -206,12 +206,21 @@ impl Core {
     /// Gives `weight` back and wakes whoever it lets in.
     #[inline]
     pub(crate) fn release(&self, class: usize, weight: u64) {
+        self.release_at(class, weight, None);
+    }
+
+    /// [`Core::release`] by a caller that read the clock just before
+    /// (`now`): the dispatch it may make then grants at that time rather
+    /// than reading the clock again, as an enqueue's dispatch uses the
+    /// arrival (a waiter's own timer refuses it at its budget exactly).
+    #[inline]
+    pub(crate) fn release_at(&self, class: usize, weight: u64, now: Option<Instant>) {
         // The class first: a waiter that the limiter's capacity holds up is
         // then seen through the limiter's flag by the second write.
         let class_waiters = self.classes[class].give_back(weight);
         if self.word.give_back(weight) || class_waiters {
             let mut queue = lock(&self.queue);
-            self.dispatch(&mut queue);
+            self.dispatch_at(&mut queue, LazyNow(now));
         }
     }
 
@@ -308,7 +317,9 @@ impl Core {
                 if floors_only && floor == 0 {
                     continue;
                 }
-                loop {
+                // A class without waiters (most, and every class once its
+                // last waiter is served) costs no lookup.
+                while queue.has_waiters(c) {
                     self.refuse_stale(queue, c, &mut now);
                     let end = self.end_to_serve(queue);
                     // Looked at in place, taken out only once decided: no
