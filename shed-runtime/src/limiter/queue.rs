@@ -121,6 +121,7 @@ impl Waiter {
     /// Makes a waiter that nobody shares any more new for `call`, in place:
     /// every field but the timer is written (the caller sets the timer),
     /// without moving the whole waiter (its timer makes it large).
+    #[cfg_attr(shed_loom, allow(dead_code))] // the spare is not modelled
     pub(crate) fn renew(&mut self, call: Call) {
         self.class = call.class;
         self.weight = call.weight;
