@@ -24,21 +24,16 @@ use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
-use shed::{shed, Rejected};
-use tokio::sync::Semaphore;
+use shed_bench::hot_path::{
+    cancelled, guarded, guarded_turn, hold_the_slot, work, ONE_SLOT, SEMAPHORE, SLOTS,
+};
 use tower::{Service, ServiceBuilder, ServiceExt};
 
-const SLOTS: usize = 1024;
 const TASKS: u64 = 4;
 /// The budget of a waiting call: the `critical` class's default
 /// `max_wait`, also given to the Semaphore as a `timeout`.
 const BUDGET: Duration = Duration::from_millis(50);
 
-/// The baselines are statics, as `#[shed]`'s process-wide limiter is: no
-/// reference count is cloned per call.
-static SEMAPHORE: Semaphore = Semaphore::const_new(SLOTS);
-/// One slot, for the paths that wait.
-static ONE_SLOT: Semaphore = Semaphore::const_new(1);
 /// Waiting calls that ran out of budget: only a scheduling stall longer
 /// than [`BUDGET`] (a loaded machine) causes one; the report shows them.
 static SHED_OUT_OF_BUDGET: AtomicU64 = AtomicU64::new(0);
@@ -46,23 +41,6 @@ static SEMAPHORE_OUT_OF_BUDGET: AtomicU64 = AtomicU64::new(0);
 /// tower's limit, shared by every task's stack.
 static TOWER_LIMIT: LazyLock<tower::limit::GlobalConcurrencyLimitLayer> =
     LazyLock::new(|| tower::limit::GlobalConcurrencyLimitLayer::new(SLOTS));
-
-#[inline(never)]
-async fn work(x: u64) -> u64 {
-    black_box(x).wrapping_mul(31)
-}
-
-#[shed(class = "critical")]
-async fn guarded(x: u64) -> Result<u64, Rejected> {
-    Ok(work(x).await)
-}
-
-/// Holds its slot across one yield, so that the other task's call waits.
-#[shed(class = "critical")]
-async fn guarded_turn(x: u64) -> Result<u64, Rejected> {
-    tokio::task::yield_now().await;
-    Ok(work(x).await)
-}
 
 type Ready = std::future::Ready<Result<u64, std::convert::Infallible>>;
 type Tower = tower::load_shed::LoadShed<
@@ -230,33 +208,12 @@ fn wait_then_grant(c: &mut Criterion) {
     shed::Limiter::global().set_capacity(SLOTS as u32);
 }
 
-/// Polls `call` once (it queues behind the held slot) and drops it, as a
-/// caller that gives up does; then runs the plain call so that every
-/// variant does the same work besides the guard. The call completes on its
-/// first poll only if it is already out of budget (a stall longer than
-/// [`BUDGET`] between its start and its first poll); it says so itself.
-async fn cancelled<F: Future<Output = ()>>(call: F, x: u64) -> u64 {
-    tokio::select! {
-        biased;
-        () = call => {}
-        () = std::future::ready(()) => {}
-    }
-    work(x).await
-}
-
 /// A call that queues behind a held slot and is cancelled before it is
 /// granted: the queue entry (and for shed the budget's timer, for the
 /// Semaphore the `timeout`'s) is made and undone.
 fn cancel_while_waiting(c: &mut Criterion) {
     let rt = timed_runtime();
-    shed::Limiter::global().set_capacity(1);
-    let held = rt.block_on(async {
-        let shed = shed::Limiter::global()
-            .acquire("critical", 1, "bench::holder")
-            .await
-            .unwrap();
-        (shed, ONE_SLOT.acquire().await.unwrap())
-    });
+    let held = rt.block_on(hold_the_slot());
     let mut group = c.benchmark_group("cancel_while_waiting");
     group.bench_function("plain", |b| {
         b.iter_custom(|iters| {

@@ -12,39 +12,13 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use shed::{shed, Rejected};
-use tokio::sync::Semaphore;
+use shed_bench::hot_path::{
+    cancelled, guarded, guarded_turn, hold_the_slot, work, ONE_SLOT, SEMAPHORE,
+};
 
 /// Long, so that valgrind's slowdown on a busy machine never runs a
 /// waiting call out of it (both sides keep a timer all the same).
 const BUDGET: Duration = Duration::from_secs(10);
-static SEMAPHORE: Semaphore = Semaphore::const_new(1024);
-static ONE_SLOT: Semaphore = Semaphore::const_new(1);
-
-#[inline(never)]
-async fn work(x: u64) -> u64 {
-    black_box(x).wrapping_mul(31)
-}
-
-#[shed(class = "critical")]
-async fn guarded(x: u64) -> Result<u64, Rejected> {
-    Ok(work(x).await)
-}
-
-#[shed(class = "critical")]
-async fn guarded_turn(x: u64) -> Result<u64, Rejected> {
-    tokio::task::yield_now().await;
-    Ok(work(x).await)
-}
-
-async fn cancelled<F: std::future::Future<Output = ()>>(call: F, x: u64) -> u64 {
-    tokio::select! {
-        biased;
-        () = call => {}
-        () = std::future::ready(()) => {}
-    }
-    work(x).await
-}
 
 async fn one(path: &str, variant: &str, x: u64) -> u64 {
     match (path, variant) {
@@ -117,11 +91,7 @@ fn main() {
     shed::Limiter::global().set_capacity(if path == "uncontended" { 1024 } else { 1 });
     let total = rt.block_on(async move {
         let _held = if path == "cancel_while_waiting" {
-            let shed = shed::Limiter::global()
-                .acquire("critical", 1, "count::holder")
-                .await
-                .unwrap();
-            Some((shed, ONE_SLOT.acquire().await.unwrap()))
+            Some(hold_the_slot().await)
         } else {
             None
         };

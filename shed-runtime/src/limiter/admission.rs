@@ -148,13 +148,14 @@ fn outcome(
         Status::Granted => {
             // The dispatcher's clock: its grant is when the slots became
             // the call's.
-            let now = waiter.granted_at();
+            let waited = waiter.waited();
+            let now = waiter.arrived + waited;
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.
             let permit = Permit::new(held.clone(), class, waiter.weight, Some(now), stats)
                 .with_deadline(waiter.deadline);
             let counters = &held.core.classes[class].counters;
-            counters.record_queue_wait(now.saturating_duration_since(waiter.arrived));
+            counters.record_queue_wait(waited);
             Ok(permit)
         }
         Status::Refused(reason) => Err(held.rejected(class, reason, name, expected)),

@@ -155,11 +155,16 @@ impl Core {
         }
         let rank = state.spec.rank();
         let rank_of = |c: usize| self.classes[c].spec.rank();
-        let evictable = queue.evictable_by(rank_of, rank, waiter);
-        let room_after_evicting = self
-            .queue_bound
-            .saturating_sub(queue.queued_weight() - evictable);
-        if waiter.weight > room_after_evicting {
+        // What the arrival could evict only matters when it does not fit
+        // as things are (the common case fits: no pass over the classes
+        // and lanes).
+        let fits = queue.queued_weight() + waiter.weight <= self.queue_bound;
+        if !fits
+            && waiter.weight
+                > self.queue_bound.saturating_sub(
+                    queue.queued_weight() - queue.evictable_by(rank_of, rank, waiter),
+                )
+        {
             // Even evicting everybody it may would not make room: refuse
             // without evicting anybody.
             self.refuse_overflow(&mut queue, waiter, Reason::QueueFull);
@@ -198,15 +203,25 @@ impl Core {
         waiter.status()
     }
 
-    /// Gives `weight` back and wakes whoever it lets in.
-    #[inline]
+    /// Gives `weight` back and wakes whoever it lets in (the tests' way;
+    /// a permit uses [`Core::release_at`]).
+    #[cfg(test)]
     pub(crate) fn release(&self, class: usize, weight: u64) {
+        self.release_at(class, weight, None);
+    }
+
+    /// [`Core::release`] by a caller that read the clock just before
+    /// (`now`): the dispatch it may make then grants at that time rather
+    /// than reading the clock again, as an enqueue's dispatch uses the
+    /// arrival (a waiter's own timer refuses it at its budget exactly).
+    #[inline]
+    pub(crate) fn release_at(&self, class: usize, weight: u64, now: Option<Instant>) {
         // The class first: a waiter that the limiter's capacity holds up is
         // then seen through the limiter's flag by the second write.
         let class_waiters = self.classes[class].give_back(weight);
         if self.word.give_back(weight) || class_waiters {
             let mut queue = lock(&self.queue);
-            self.dispatch(&mut queue);
+            self.dispatch_at(&mut queue, LazyNow(now));
         }
     }
 
@@ -303,7 +318,9 @@ impl Core {
                 if floors_only && floor == 0 {
                     continue;
                 }
-                loop {
+                // A class without waiters (most, and every class once its
+                // last waiter is served) costs no lookup.
+                while queue.has_waiters(c) {
                     self.refuse_stale(queue, c, &mut now);
                     let end = self.end_to_serve(queue);
                     // Looked at in place, taken out only once decided: no

@@ -179,18 +179,34 @@ impl FairBand {
         Some(waiter)
     }
 
+    /// How many waiters the band holds.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The lane holding the band's oldest waiter: the one lane with
+    /// waiters without a scan (calls without tenants, or one tenant
+    /// waiting: the common case, on every dispatch), else the lane whose
+    /// front comes first.
+    fn oldest_lane(&self) -> Option<usize> {
+        match (self.fresh.len(), self.turns.len()) {
+            (0, 0) => None,
+            (1, 0) => self.fresh.front().map(|&l| usize::from(l)),
+            (0, 1) => self.turns.front().map(|&l| usize::from(l)),
+            _ => self
+                .active()
+                .min_by_key(|&l| self.lanes[l].waiters.front().map(|w| key(w))),
+        }
+    }
+
     /// The oldest waiter of the band, in any lane.
     pub(crate) fn oldest(&self) -> Option<&Arc<Waiter>> {
-        self.active()
-            .filter_map(|l| self.lanes[l].waiters.front())
-            .min_by_key(|w| key(w))
+        self.lanes[self.oldest_lane()?].waiters.front()
     }
 
     /// Removes the oldest waiter of the band.
     pub(crate) fn pop_oldest(&mut self) -> Option<Arc<Waiter>> {
-        let lane = self
-            .active()
-            .min_by_key(|&l| self.lanes[l].waiters.front().map(|w| key(w)))?;
+        let lane = self.oldest_lane()?;
         let waiter = self.lanes[lane].waiters.pop_front()?;
         self.after_taking(lane);
         self.forget(&waiter);
@@ -289,24 +305,40 @@ impl FairBand {
         let Some(waiters) = self.lanes.get_mut(lane).map(|l| &mut l.waiters) else {
             return false;
         };
-        let target = key(waiter);
-        let index = waiters.partition_point(|w| key(w) < target);
-        match waiters.get(index) {
-            Some(found) if Arc::ptr_eq(found, waiter) => {
-                waiters.remove(index);
-                self.after_taking(lane);
-                self.forget(waiter);
-                true
+        // The newest or the oldest of its lane (a lone waiter, a caller
+        // that gave up right after queueing, the head timing out) leaves
+        // without a search.
+        let taken = if waiters.back().is_some_and(|w| Arc::ptr_eq(w, waiter)) {
+            waiters.pop_back()
+        } else if waiters.front().is_some_and(|w| Arc::ptr_eq(w, waiter)) {
+            waiters.pop_front()
+        } else {
+            let target = key(waiter);
+            let index = waiters.partition_point(|w| key(w) < target);
+            match waiters.get(index) {
+                Some(found) if Arc::ptr_eq(found, waiter) => waiters.remove(index),
+                _ => None,
             }
-            _ => false,
+        };
+        if taken.is_none() {
+            return false;
         }
+        self.after_taking(lane);
+        self.forget(waiter);
+        true
     }
 
     /// A lane left empty out of turn gives its turn up.
     fn after_taking(&mut self, lane: usize) {
         if self.lanes[lane].waiters.is_empty() {
+            let lane = lane as u8;
             for list in [&mut self.fresh, &mut self.turns] {
-                if let Some(at) = list.iter().position(|&l| usize::from(l) == lane) {
+                // A lane is in one list at most, once; most often alone.
+                if list.front() == Some(&lane) {
+                    list.pop_front();
+                } else if list.back() == Some(&lane) {
+                    list.pop_back();
+                } else if let Some(at) = list.iter().position(|&l| l == lane) {
                     list.remove(at);
                 }
             }

@@ -19,7 +19,69 @@ use crate::estimate::ServiceEstimate;
 use crate::policy::PolicyStats;
 
 /// No limiter owns a fn's inline slot. Limiter ids start at 1.
-const FREE: u32 = 0;
+pub(crate) const FREE: u32 = 0;
+
+/// The protocol of a fn's inline slot, on the word that names its owner
+/// (`PolicyStats::scoped_owner`): in one place, for `std`'s atomic the
+/// limiter runs on and `loom`'s atomic its model check runs on
+/// (`loom_tests.rs`), so the model checks these very orderings.
+pub(crate) trait SlotOwner {
+    fn load(&self, order: Ordering) -> u32;
+    fn store(&self, owner: u32, order: Ordering);
+    fn compare_exchange(&self, from: u32, to: u32) -> bool;
+
+    /// Whether limiter `id` owns the slot. Acquire: pairs with the release
+    /// in [`SlotOwner::give_back`], so an owner sees the slot as reset.
+    #[inline]
+    fn owned_by(&self, id: u32) -> bool {
+        self.load(Ordering::Acquire) == id
+    }
+
+    /// Claims the slot for limiter `id` if nobody owns it (acquire, as in
+    /// [`SlotOwner::owned_by`]).
+    fn claim(&self, id: u32) -> bool {
+        self.compare_exchange(FREE, id)
+    }
+
+    /// Gives the slot back: `reset` (which clears the estimate, with
+    /// relaxed stores) happens before the slot is seen free.
+    fn give_back(&self, reset: impl FnOnce()) {
+        reset();
+        self.store(FREE, Ordering::Release);
+    }
+}
+
+impl SlotOwner for std::sync::atomic::AtomicU32 {
+    #[inline]
+    fn load(&self, order: Ordering) -> u32 {
+        self.load(order)
+    }
+
+    fn store(&self, owner: u32, order: Ordering) {
+        self.store(owner, order);
+    }
+
+    fn compare_exchange(&self, from: u32, to: u32) -> bool {
+        self.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+#[cfg(shed_loom)]
+impl SlotOwner for loom::sync::atomic::AtomicU32 {
+    fn load(&self, order: Ordering) -> u32 {
+        self.load(order)
+    }
+
+    fn store(&self, owner: u32, order: Ordering) {
+        self.store(owner, order);
+    }
+
+    fn compare_exchange(&self, from: u32, to: u32) -> bool {
+        self.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
 
 /// The service times one limiter learned, per guarded fn.
 pub(crate) struct Learned {
@@ -58,8 +120,7 @@ impl Learned {
         if self.global.load(Ordering::Relaxed) {
             return f(&stats.global_service);
         }
-        // Acquire: pairs with the release that gave the slot back reset.
-        if stats.scoped_owner.load(Ordering::Acquire) == self.id {
+        if stats.scoped_owner.owned_by(self.id) {
             return f(&stats.scoped_service);
         }
         self.with_unclaimed(stats, f)
@@ -80,11 +141,7 @@ impl Learned {
             match others.table.get(&key) {
                 Some(estimate) => Arc::clone(estimate),
                 None => {
-                    let claimed = stats
-                        .scoped_owner
-                        .compare_exchange(FREE, self.id, Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok();
-                    if claimed {
+                    if stats.scoped_owner.claim(self.id) {
                         others.claimed.push(stats);
                         drop(others);
                         return f(&stats.scoped_service);
@@ -103,8 +160,9 @@ impl Drop for Learned {
         for stats in others.claimed.drain(..) {
             // Nobody else writes a slot this limiter owns, and this
             // limiter is gone: reset, then free it for the next.
-            stats.scoped_service.reset();
-            stats.scoped_owner.store(FREE, Ordering::Release);
+            stats
+                .scoped_owner
+                .give_back(|| stats.scoped_service.reset());
         }
     }
 }

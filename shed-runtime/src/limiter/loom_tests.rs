@@ -377,3 +377,45 @@ fn loom_a_cancel_in_one_lane_racing_a_release_strands_no_other_lane() {
         assert_idle(&core);
     });
 }
+
+/// The learned-service-time slot of a fn (`learned.rs`): two scoped
+/// limiters race for it while the first, having learned, is dropped and
+/// gives it back. At most one owns it at a time; whoever claims it after
+/// a give-back sees the estimate reset, never its predecessor's figure;
+/// and it ends free.
+#[test]
+fn loom_a_learned_slot_has_one_owner_and_a_successor_starts_afresh() {
+    use super::learned::{SlotOwner, FREE};
+    use crate::sync::{AtomicU32, AtomicU64, Ordering};
+    bounded().check(|| {
+        let owner = Arc::new(AtomicU32::new(FREE));
+        // The slot's estimate (0: nothing learned), and how many limiters
+        // hold the slot at once.
+        let estimate = Arc::new(AtomicU64::new(0));
+        let holders = Arc::new(AtomicU32::new(0));
+        let limiter = |id: u32, learned: u64| {
+            let (owner, estimate, holders) = (owner.clone(), estimate.clone(), holders.clone());
+            move || {
+                if !owner.claim(id) {
+                    // Another limiter owns it: this one uses its table.
+                    assert!(!owner.owned_by(id));
+                    return;
+                }
+                assert_eq!(holders.fetch_add(1, Ordering::SeqCst), 0, "one owner");
+                assert!(owner.owned_by(id));
+                assert_eq!(estimate.load(Ordering::Relaxed), 0, "starts afresh");
+                estimate.store(learned, Ordering::Relaxed);
+                // Dropped: gives the slot back, reset.
+                holders.fetch_sub(1, Ordering::SeqCst);
+                owner.give_back(|| estimate.store(0, Ordering::Relaxed));
+            }
+        };
+        let second = thread::spawn(limiter(2, 30));
+        limiter(1, 10)();
+        second.join().unwrap();
+        assert_eq!(owner.load(Ordering::SeqCst), FREE);
+        assert_eq!(estimate.load(Ordering::SeqCst), 0);
+        // A third limiter, after both, claims it afresh.
+        limiter(3, 5)();
+    });
+}

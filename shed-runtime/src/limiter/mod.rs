@@ -39,7 +39,7 @@ use self::controller::Controller;
 use self::core::Core;
 use self::counters::AdmittedTotals;
 use self::learned::Learned;
-use self::queue::{Status, Waiter};
+use self::queue::Status;
 pub(crate) use self::state::MAX_CAPACITY;
 use self::window::Accumulator;
 use crate::estimate::ServiceEstimate;
@@ -516,16 +516,16 @@ impl Held {
         let timer = Admission::timer(gives_up.0);
         let retry = held.core.discipline.retries_yield && crate::context::current_attempt() > 1;
         let tenant = held.tenant_tag();
-        let fresh = Waiter::fresh(
+        let call = queue::Call {
             class,
             weight,
             arrived,
-            Some(gives_up),
+            gives_up: Some(gives_up),
             deadline,
             retry,
             tenant,
-        );
-        let waiter = wait_timer::new_waiter(fresh, timer);
+        };
+        let waiter = wait_timer::new_waiter(call, timer);
         match held.core.enqueue(&waiter) {
             Status::Pending => Admission::waiting(held, waiter, name, expected, stats),
             status => Admission::settled(held, waiter, status, name, expected, stats),

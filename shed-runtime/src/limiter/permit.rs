@@ -108,7 +108,7 @@ impl Drop for Permit {
         let in_flight = self.start.map(|_| held.core.snapshot().in_flight);
         // The slots go back first: what follows calls into the metrics
         // recorder, which is user code and may panic.
-        held.core.release(self.class, self.weight);
+        held.core.release_at(self.class, self.weight, now);
         if let (Some(deadline), Some(now)) = (self.deadline, now) {
             held.core.classes[self.class]
                 .counters

@@ -88,22 +88,7 @@ impl Waiter {
         retry: bool,
         tenant: TenantTag,
     ) -> Arc<Self> {
-        Arc::new(Self::fresh(
-            class, weight, arrived, gives_up, deadline, retry, tenant,
-        ))
-    }
-
-    /// A waiter not yet shared (see `wait_timer`, which sets its timer).
-    pub(crate) fn fresh(
-        class: usize,
-        weight: u64,
-        arrived: Instant,
-        gives_up: Option<(Instant, Reason)>,
-        deadline: Option<Instant>,
-        retry: bool,
-        tenant: TenantTag,
-    ) -> Self {
-        Self {
+        Arc::new(Self::of(Call {
             class,
             weight,
             arrived,
@@ -111,12 +96,51 @@ impl Waiter {
             deadline,
             retry,
             tenant,
+        }))
+    }
+
+    /// A waiter for `call`, not yet shared, without a timer (see
+    /// `wait_timer`, which sets it).
+    pub(crate) fn of(call: Call) -> Self {
+        Self {
+            class: call.class,
+            weight: call.weight,
+            arrived: call.arrived,
+            gives_up: call.gives_up,
+            deadline: call.deadline,
+            retry: call.retry,
+            tenant: call.tenant,
             seq: AtomicU64::new(0),
             granted_after: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
             waker: WakerSlot::new(),
             timer: Default::default(),
         }
+    }
+
+    /// Makes a waiter that nobody shares any more new for `call`, in place:
+    /// every field but the timer is written (the caller sets the timer),
+    /// without moving the whole waiter (its timer makes it large).
+    #[cfg_attr(shed_loom, allow(dead_code))] // the spare is not modelled
+    pub(crate) fn renew(&mut self, call: Call) {
+        self.class = call.class;
+        self.weight = call.weight;
+        self.arrived = call.arrived;
+        self.gives_up = call.gives_up;
+        self.deadline = call.deadline;
+        self.retry = call.retry;
+        self.tenant = call.tenant;
+        self.seq = AtomicU64::new(0);
+        self.granted_after = AtomicU64::new(0);
+        self.status = AtomicU8::new(PENDING);
+        self.waker = WakerSlot::new();
+    }
+
+    /// Lets go of what a finished waiter refers to (the task that waited,
+    /// its tenant's name), so that a spare keeps nothing alive.
+    pub(crate) fn clear(&mut self) {
+        self.waker = WakerSlot::new();
+        self.tenant = TenantTag::new(None, 0);
     }
 
     /// Its queueing order (set under the queue lock).
@@ -155,9 +179,10 @@ impl Waiter {
         self.settle(GRANTED);
     }
 
-    /// When a granted waiter was granted (read after seeing `Granted`).
-    pub(crate) fn granted_at(&self) -> Instant {
-        self.arrived + std::time::Duration::from_nanos(self.granted_after.load(Ordering::Relaxed))
+    /// How long a granted waiter waited, by the dispatcher's clock (read
+    /// after seeing `Granted`): its grant is at `arrived` plus this.
+    pub(crate) fn waited(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.granted_after.load(Ordering::Relaxed))
     }
 
     pub(crate) fn refuse(&self, reason: Reason) {
@@ -171,6 +196,18 @@ impl Waiter {
             _ => None,
         }
     }
+}
+
+/// What a call that must wait brings to its waiter.
+#[derive(Debug)]
+pub(crate) struct Call {
+    pub(crate) class: usize,
+    pub(crate) weight: u64,
+    pub(crate) arrived: Instant,
+    pub(crate) gives_up: Option<(Instant, Reason)>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) retry: bool,
+    pub(crate) tenant: TenantTag,
 }
 
 /// Which end of a class's queue to serve.
@@ -216,12 +253,26 @@ impl ClassQueue {
         self.bands.iter().position(|b| !b.is_empty())
     }
 
-    /// The band holding the class's oldest waiter.
-    fn oldest(&self) -> Option<usize> {
-        (0..self.bands.len())
-            .filter_map(|i| self.bands[i].oldest().map(|w| (key(w), i)))
-            .min()
-            .map(|(_, i)| i)
+    /// The band holding the class's oldest waiter, and that waiter. A band
+    /// that holds every waiter of the class ends the search (the common
+    /// case: one band), so an empty class or a single band costs no scan.
+    fn oldest(&self) -> Option<(usize, &Arc<Waiter>)> {
+        if self.len == 0 {
+            return None;
+        }
+        let mut best: Option<(usize, &Arc<Waiter>)> = None;
+        for (i, band) in self.bands.iter().enumerate() {
+            let Some(waiter) = band.oldest() else {
+                continue;
+            };
+            if band.len() == self.len {
+                return Some((i, waiter));
+            }
+            if best.is_none_or(|(_, b)| key(waiter) < key(b)) {
+                best = Some((i, waiter));
+            }
+        }
+        best
     }
 
     /// The last band with waiters after band `after` (all bands if `None`).
@@ -346,14 +397,13 @@ impl WaitQueue {
 
     /// The oldest waiter of `class`, in any band.
     pub(crate) fn head(&self, class: usize) -> Option<&Arc<Waiter>> {
-        let queue = &self.per_class[class];
-        queue.bands[queue.oldest()?].oldest()
+        self.per_class[class].oldest().map(|(_, waiter)| waiter)
     }
 
     /// Removes the oldest waiter of `class`.
     pub(crate) fn pop_head(&mut self, class: usize) -> Option<Arc<Waiter>> {
         let queue = &mut self.per_class[class];
-        let band = queue.oldest()?;
+        let (band, _) = queue.oldest()?;
         let waiter = queue.bands[band].pop_oldest()?;
         self.forget(&waiter);
         Some(waiter)

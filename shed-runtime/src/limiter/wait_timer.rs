@@ -28,8 +28,7 @@ use std::task::{Context, Poll};
 
 use tokio::time::Sleep;
 
-use super::fair::TenantTag;
-use super::queue::Waiter;
+use super::queue::{Call, Waiter};
 use crate::sync::Arc;
 
 /// The timer of a waiter's budget (see the module docs).
@@ -77,39 +76,34 @@ thread_local! {
     static SPARE: std::cell::Cell<Option<Arc<Waiter>>> = const { std::cell::Cell::new(None) };
 }
 
-/// The shared waiter of a call that must wait: `fresh` with its budget's
+/// The shared waiter of a call that must wait: `call` with its budget's
 /// `timer` (made by the caller before anything is queued: creating a timer
 /// panics outside a runtime with timers). Reuses this thread's spare if
-/// any.
-pub(crate) fn new_waiter(mut fresh: Waiter, timer: Sleep) -> Arc<Waiter> {
-    fresh.timer.set(Some(timer));
+/// any, renewed in place.
+pub(crate) fn new_waiter(call: Call, timer: Sleep) -> Arc<Waiter> {
     #[cfg(not(shed_loom))]
     if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten() {
         if let Some(reused) = Arc::get_mut(&mut spare) {
-            *reused = fresh;
+            reused.renew(call);
+            reused.timer.set(Some(timer));
             return spare;
         }
     }
+    let mut fresh = Waiter::of(call);
+    fresh.timer.set(Some(timer));
     Arc::new(fresh)
 }
 
 /// Takes back the waiter of a call that is over: if nobody else holds it
-/// any more, its timer is dropped now (while its runtime runs) and it
-/// becomes this thread's spare.
+/// any more, its timer is dropped now (while its runtime runs), with the
+/// waker of the task that waited and its tenant's name, and it becomes
+/// this thread's spare.
 pub(crate) fn recycle(mut waiter: Arc<Waiter>) {
     let Some(done) = Arc::get_mut(&mut waiter) else {
         return;
     };
-    // Drops the timer, and the waker of the task that waited.
-    *done = Waiter::fresh(
-        0,
-        0,
-        done.arrived,
-        None,
-        None,
-        false,
-        TenantTag::new(None, 0),
-    );
+    done.timer.set(None);
+    done.clear();
     #[cfg(not(shed_loom))]
     let _ = SPARE.try_with(|spare| spare.set(Some(waiter)));
 }
@@ -126,16 +120,16 @@ mod tests {
     fn waiter(now: Instant) -> Arc<Waiter> {
         let gives_up = now + Duration::from_millis(50);
         let timer = tokio::time::sleep_until(gives_up);
-        let fresh = Waiter::fresh(
-            0,
-            1,
-            now,
-            Some((gives_up, Reason::MaxWait)),
-            None,
-            false,
-            TenantTag::new(None, 0),
-        );
-        new_waiter(fresh, timer)
+        let call = Call {
+            class: 0,
+            weight: 1,
+            arrived: now,
+            gives_up: Some((gives_up, Reason::MaxWait)),
+            deadline: None,
+            retry: false,
+            tenant: crate::limiter::fair::TenantTag::new(None, 0),
+        };
+        new_waiter(call, timer)
     }
 
     #[tokio::test(start_paused = true)]
