@@ -107,9 +107,10 @@ const MAX_PROBLEM_BYTES: usize = 16 * 1024;
 /// - **a retry budget** ([`RetryBudget`], default 10% of first attempts,
 ///   over 10 s and in every second) shared by every call through this
 ///   layer and its clones; a retry is granted when the refusal comes in
-///   (a caller the budget will not cover is answered at once) and checked
-///   again when its wait is over, against the first attempts of the last
-///   second;
+///   (a caller the budget will not cover, or whose retry it would pace
+///   past the deadline, is answered at once), possibly paced up to a
+///   quarter second past its wait, and checked again when due, against
+///   the first attempts of the last second;
 /// - **adaptive throttling** ([`AdaptiveThrottle`], K = 2), shared the
 ///   same way; it applies to retries too (a retry it rejects ends the call
 ///   with the refusal before it).
