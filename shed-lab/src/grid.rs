@@ -361,13 +361,14 @@ pub fn trace(shape: &Shape, factor: f64, contender: Contender, seed: u64) -> Str
     };
     let report = run(&scenario(shape, contender, seed), policy, factor);
     let mut out = format!(
-        "{} {factor}x {} seed {seed}: offered {} in time {} late {} shed {} unfinished {}\n",
+        "{} {factor}x {} seed {seed}: offered {} in time {} late {} shed {} {:?} unfinished {}\n",
         shape.name(),
         contender.name(),
         report.total.offered,
         report.total.served_in_time,
         report.total.late,
         report.total.shed,
+        report.total.shed_by_reason,
         report.total.unfinished
     );
     for s in &report.timeline {

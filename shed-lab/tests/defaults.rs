@@ -53,10 +53,10 @@ fn the_defaults_find_a_bottleneck_nobody_told_them_and_beat_reject_when_full() {
     let shed = run(&scenario, PolicyKind::Shed, 1.0);
     let tower = run(&scenario, PolicyKind::RejectWhenFull, 1.0);
     let after_warmup: u64 = shed.timeline[1..].iter().map(|s| s.served_in_time).sum();
-    // 74% of the capacity on this seed (the limit settles at 12-13 for 16
-    // workers: see BENCHMARKS.md, "Protection without tuning").
+    // 97.6% of the capacity on this seed (the limit settles at 26-28 for
+    // 16 workers: see BENCHMARKS.md, "Protection without tuning").
     assert!(
-        after_warmup as f64 >= 0.7 * 3.0 * 1600.0,
+        after_warmup as f64 >= 0.9 * 3.0 * 1600.0,
         "{:?}",
         shed.timeline
     );

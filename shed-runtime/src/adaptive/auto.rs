@@ -381,8 +381,10 @@ pub struct AutoSettings {
     pub min_window: Duration,
     /// A class's default queue-wait budget becomes this many times the
     /// no-load latency, in the proportion of the class's default to 50 ms
-    /// (default 2: `critical` may wait twice the service time, `optional`
-    /// 0.8 times, `background` 0.2 times).
+    /// (default 3: `critical` may wait three times the service time,
+    /// `optional` 1.2 times, `background` 0.3 times). Twice refused calls
+    /// of a small pool in the ordinary queueing noise below its capacity;
+    /// with adaptive LIFO under overload a longer budget costs little.
     pub wait_factor: f64,
 }
 
@@ -393,7 +395,7 @@ impl Default for AutoSettings {
             min: 1,
             max: 10_000,
             min_window: Duration::from_millis(100),
-            wait_factor: 2.0,
+            wait_factor: 3.0,
         }
     }
 }
@@ -473,9 +475,7 @@ impl AutoControl {
         let algorithm = &driver.algorithm;
         let no_load = algorithm.no_load_latency();
         if let Some(no_load) = no_load {
-            let scale =
-                self.settings.wait_factor * no_load.as_secs_f64() / REFERENCE_WAIT.as_secs_f64();
-            self.wait_scale.store(scale.to_bits(), Ordering::Relaxed);
+            self.learn_budgets(no_load);
         }
         // One round trip while starting up (growth is judged by the
         // throughput there, see `Auto`); then two, and long enough for a
@@ -497,6 +497,13 @@ impl AutoControl {
             .store(min_samples(samples), Ordering::Relaxed);
         self.next_close
             .store(since.saturating_add(nanos(length)), Ordering::Relaxed);
+    }
+
+    /// Scales the default budgets to a no-load latency of `no_load`.
+    fn learn_budgets(&self, no_load: Duration) {
+        let scale =
+            self.settings.wait_factor * no_load.as_secs_f64() / REFERENCE_WAIT.as_secs_f64();
+        self.wait_scale.store(scale.to_bits(), Ordering::Relaxed);
     }
 
     /// The queue-wait budget of a call of `class` without a `max_wait` of
@@ -646,6 +653,28 @@ mod tests {
         assert!(
             learned >= no_load * 3,
             "the slowdown is learned: {no_load:?} -> {learned:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_default_budgets_are_three_times_the_no_load_latency_in_the_classes_proportions() {
+        let control = AutoControl::new(AutoSettings::default());
+        let classes = ClassSpec::defaults();
+        let (critical, optional, background) = (&classes[0], &classes[1], &classes[2]);
+        assert_eq!(
+            control.budget(critical),
+            Duration::from_millis(50),
+            "the class's own default until a window closed"
+        );
+        control.learn_budgets(Duration::from_millis(200));
+        assert_eq!(control.budget(critical), Duration::from_millis(600));
+        assert_eq!(control.budget(optional), Duration::from_millis(240));
+        assert_eq!(control.budget(background), Duration::from_millis(60));
+        let pinned = critical.clone().max_wait(Duration::from_millis(7));
+        assert_eq!(
+            control.budget(&pinned),
+            Duration::from_millis(7),
+            "set: kept"
         );
     }
 
