@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::admission::{Admission, Call, Refused};
 use crate::report::{phase_reports, Report, Tally, TICK};
-use crate::scenario::{Arrivals, RetryDelay, Scenario, ServiceDist};
+use crate::scenario::{RetryDelay, Scenario, ServiceDist};
 use crate::server::Server;
 
 mod requests;
@@ -344,16 +344,7 @@ async fn arrivals(sim: Rc<Sim>, stream: usize) {
     let mut next = Instant::now();
     loop {
         let rps = sim.streams[stream].rps.get();
-        if rps <= 0.0 {
-            next += Duration::from_millis(10);
-        } else {
-            let mean_gap = 1.0 / rps;
-            let gap = match traffic.arrivals {
-                Arrivals::Uniform => mean_gap,
-                Arrivals::Poisson => -mean_gap * (1.0 - rng.f64()).ln(),
-            };
-            next += Duration::from_secs_f64(gap);
-        }
+        next += traffic.arrivals.gap(rps, &mut rng);
         if next >= sim.load_end {
             return;
         }

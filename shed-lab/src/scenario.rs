@@ -132,6 +132,21 @@ pub enum Arrivals {
     Uniform,
 }
 
+impl Arrivals {
+    /// The gap to the next arrival at `rps` calls a second; while the rate
+    /// is zero, the stream checks again every 10 ms.
+    pub fn gap(self, rps: f64, rng: &mut fastrand::Rng) -> std::time::Duration {
+        if rps <= 0.0 {
+            return std::time::Duration::from_millis(10);
+        }
+        let mean_gap = 1.0 / rps;
+        std::time::Duration::from_secs_f64(match self {
+            Arrivals::Uniform => mean_gap,
+            Arrivals::Poisson => -mean_gap * (1.0 - rng.f64()).ln(),
+        })
+    }
+}
+
 /// How service times vary around their mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]

@@ -28,7 +28,7 @@ pub use config::{Action, BalancerKind, FleetConfig, FleetEvent, Weights};
 pub use report::{table, FleetReport, FleetSecond, ReplicaCounts};
 
 use crate::report::{Tally, TICK};
-use crate::scenario::{Arrivals, Scenario, ServiceDist};
+use crate::scenario::{Scenario, ServiceDist};
 use crate::{PolicyKind, Report};
 use balancer::Balancer;
 use replica::{Refusal, Replica};
@@ -299,16 +299,7 @@ async fn arrivals(sim: Rc<Sim>, stream: usize) {
     let mut next = Instant::now();
     loop {
         let rps = sim.streams[stream].rps.get();
-        if rps <= 0.0 {
-            next += Duration::from_millis(10);
-        } else {
-            let mean_gap = 1.0 / rps;
-            let gap = match traffic.arrivals {
-                Arrivals::Uniform => mean_gap,
-                Arrivals::Poisson => -mean_gap * (1.0 - rng.f64()).ln(),
-            };
-            next += Duration::from_secs_f64(gap);
-        }
+        next += traffic.arrivals.gap(rps, &mut rng);
         if next >= sim.load_end {
             return;
         }

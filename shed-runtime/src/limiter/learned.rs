@@ -51,37 +51,31 @@ pub(crate) trait SlotOwner {
     }
 }
 
-impl SlotOwner for std::sync::atomic::AtomicU32 {
-    #[inline]
-    fn load(&self, order: Ordering) -> u32 {
-        self.load(order)
-    }
+/// The same three operations on std's atomics and on loom's, so the loom
+/// model runs the orderings the limiter runs.
+macro_rules! slot_owner {
+    ($atomic:ty) => {
+        impl SlotOwner for $atomic {
+            #[inline]
+            fn load(&self, order: Ordering) -> u32 {
+                self.load(order)
+            }
 
-    fn store(&self, owner: u32, order: Ordering) {
-        self.store(owner, order);
-    }
+            fn store(&self, owner: u32, order: Ordering) {
+                self.store(owner, order);
+            }
 
-    fn compare_exchange(&self, from: u32, to: u32) -> bool {
-        self.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
+            fn compare_exchange(&self, from: u32, to: u32) -> bool {
+                self.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            }
+        }
+    };
 }
 
+slot_owner!(std::sync::atomic::AtomicU32);
 #[cfg(shed_loom)]
-impl SlotOwner for loom::sync::atomic::AtomicU32 {
-    fn load(&self, order: Ordering) -> u32 {
-        self.load(order)
-    }
-
-    fn store(&self, owner: u32, order: Ordering) {
-        self.store(owner, order);
-    }
-
-    fn compare_exchange(&self, from: u32, to: u32) -> bool {
-        self.compare_exchange(from, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
-}
+slot_owner!(loom::sync::atomic::AtomicU32);
 
 /// The service times one limiter learned, per guarded fn.
 pub(crate) struct Learned {
