@@ -53,12 +53,37 @@ pub(crate) fn current_tenant() -> Option<u64> {
     CONTEXT.try_with(|c| c.tenant).ok().flatten()
 }
 
-/// The caller's tenant hash, name and plan, for its place in a queue and
-/// the heaviest-tenants tally.
+/// The caller's tenant hash, name and plan, for the heaviest-tenants
+/// tally (a call that waits reads them with [`current_caller`]).
 pub(crate) fn current_tenant_detail() -> (Option<u64>, Option<Arc<str>>, Option<Arc<str>>) {
     CONTEXT
         .try_with(|c| (c.tenant, c.name.clone(), c.plan.clone()))
         .unwrap_or((None, None, None))
+}
+
+/// What a call that must wait needs of its caller, read in one lookup:
+/// its attempt number (1 = first) and its tenant's hash, name and plan.
+pub(crate) struct Caller {
+    pub(crate) attempt: u32,
+    pub(crate) tenant: Option<u64>,
+    pub(crate) name: Option<Arc<str>>,
+    pub(crate) plan: Option<Arc<str>>,
+}
+
+pub(crate) fn current_caller() -> Caller {
+    CONTEXT
+        .try_with(|c| Caller {
+            attempt: c.attempt.max(1),
+            tenant: c.tenant,
+            name: c.name.clone(),
+            plan: c.plan.clone(),
+        })
+        .unwrap_or(Caller {
+            attempt: 1,
+            tenant: None,
+            name: None,
+            plan: None,
+        })
 }
 
 pub(crate) fn current_attempt() -> u32 {

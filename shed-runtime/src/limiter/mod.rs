@@ -426,7 +426,11 @@ impl Held {
         let mut expected = None;
         let refusal = if !state.is_enabled() {
             Some(Reason::Disabled)
-        } else if !state.admitted_by_controller(crate::context::current_tenant()) {
+        } else if !state.admits_everything()
+            && !state.admitted_by_controller(crate::context::current_tenant())
+        {
+            // The tenant is looked up only while the controller holds the
+            // class back (its cohort decides).
             Some(Reason::Overload)
         } else if let Some(deadline) = deadline {
             let at = *now.insert(Instant::now());
@@ -514,8 +518,11 @@ impl Held {
             );
         }
         let timer = Admission::timer(gives_up.0);
-        let retry = held.core.discipline.retries_yield && crate::context::current_attempt() > 1;
-        let tenant = held.tenant_tag();
+        // The caller's attempt and tenant, in one lookup of its context.
+        let caller = crate::context::current_caller();
+        let retry = held.core.discipline.retries_yield && caller.attempt > 1;
+        let tier = held.tiers.rank(caller.plan.as_deref());
+        let tenant = self::fair::TenantTag::new(caller.tenant, tier).named(caller.name);
         let call = queue::Call {
             class,
             weight,
@@ -530,13 +537,6 @@ impl Held {
             Status::Pending => Admission::waiting(held, waiter, name, expected, stats),
             status => Admission::settled(held, waiter, status, name, expected, stats),
         }
-    }
-
-    /// The caller's tenant and its tier's rank, for its place in the queue.
-    fn tenant_tag(&self) -> self::fair::TenantTag {
-        let (key, name, plan) = crate::context::current_tenant_detail();
-        let tier = self.tiers.rank(plan.as_deref());
-        self::fair::TenantTag::new(key, tier).named(name)
     }
 
     /// Counts `count` calls of the caller's tenant, if it has one, in
