@@ -174,6 +174,9 @@ impl Core {
         if queue.class_flag_changes(waiter.class, true) {
             state.set_waiters(true);
         }
+        if self.waits_alone_behind_the_capacity(&mut queue, waiter) {
+            return Status::Pending;
+        }
         // The waiter's arrival stands in for the clock: read just before
         // it queued, it is at most the time the lock took behind "now", and
         // every waiter's own timer refuses it at its budget exactly.
@@ -201,6 +204,34 @@ impl Core {
             self.dispatch(&mut queue);
         }
         waiter.status()
+    }
+
+    /// The common way into the queue, decided without a dispatch: the
+    /// arrival (queued already) waits alone, and the limiter has no room
+    /// for it. Sets the limiter's flag first, as every dispatch does (see
+    /// the module docs), then reads the word: a release or an undone take
+    /// that this read does not see comes later in the word's order than
+    /// the flag, so it sees the flag and dispatches. Nothing else that a
+    /// dispatch does applies: there is no other waiter to serve or refuse,
+    /// and the arrival's class is on (checked by `enqueue`), it is not out
+    /// of time at its arrival, and it fits the capacity once the slots
+    /// come back. Whether its class's share holds it back as well does
+    /// not matter: the limiter's flag stays set, which holds nobody up
+    /// who could be admitted (the capacity is what keeps it out) and
+    /// costs at most one dispatch more at the next release. The
+    /// standing-queue controls watch every arrival: with them, never.
+    fn waits_alone_behind_the_capacity(&self, queue: &mut WaitQueue, waiter: &Waiter) -> bool {
+        if queue.len() != 1 || self.discipline.watches().is_some() {
+            return false;
+        }
+        if !queue.global_flag {
+            queue.global_flag = true;
+            self.word.set_waiters(true);
+        }
+        let word = self.word.load();
+        word.in_flight + waiter.weight > word.capacity
+            && waiter.weight <= self.classes[waiter.class].limit(word.capacity)
+            && waiter.expired_at(waiter.arrived).is_none()
     }
 
     /// Gives `weight` back and wakes whoever it lets in (the tests' way;
