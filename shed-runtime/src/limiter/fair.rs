@@ -58,6 +58,8 @@ pub(crate) struct FairBand {
     /// Lane 0 always; the tenant table once a tenant has waited.
     lanes: Vec<Lane>,
     /// Lanes that were empty when their first waiter came: served first.
+    /// Neither list is kept while the band has only the anonymous lane
+    /// (see [`FairBand::anonymous_only`]).
     fresh: VecDeque<u8>,
     /// The other lanes with waiters, in the order their turns come.
     turns: VecDeque<u8>,
@@ -72,6 +74,14 @@ impl FairBand {
 
     pub(crate) fn weight(&self) -> u64 {
         self.weight
+    }
+
+    /// No tenant has waited in this band: the anonymous lane is the whole
+    /// band, served in arrival order, and the turn lists stay empty (the
+    /// table, once made, stays, and [`FairBand::lane_for`] enters the
+    /// anonymous lane in the lists when it makes it).
+    fn anonymous_only(&self) -> bool {
+        self.lanes.len() == 1
     }
 
     /// How many lanes this band holds (bounded by the table).
@@ -91,6 +101,11 @@ impl FairBand {
             return ANONYMOUS;
         };
         if self.lanes.len() < 1 + TENANT_LANES {
+            if self.lanes.first().is_some_and(|l| !l.waiters.is_empty()) {
+                // From now on the anonymous lane takes turns too; its
+                // waiters came first, so it is served first, once.
+                self.fresh.push_front(ANONYMOUS as u8);
+            }
             self.lanes.resize_with(1 + TENANT_LANES, Lane::default);
         }
         let mut free = None;
@@ -117,8 +132,9 @@ impl FairBand {
         waiter.tenant.set_lane(lane);
         self.len += 1;
         self.weight += waiter.weight;
+        let anonymous_only = self.anonymous_only();
         let waiters = &mut self.lanes[lane].waiters;
-        if waiters.is_empty() {
+        if waiters.is_empty() && !anonymous_only {
             self.fresh.push_back(lane as u8);
         }
         if waiters
@@ -134,6 +150,9 @@ impl FairBand {
 
     /// The lane whose turn it is.
     fn current(&self) -> Option<&Lane> {
+        if self.anonymous_only() {
+            return self.lanes.first();
+        }
         self.fresh
             .front()
             .or(self.turns.front())
@@ -142,10 +161,13 @@ impl FairBand {
 
     /// Every lane with waiters.
     fn active(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
-        self.fresh
-            .iter()
-            .chain(self.turns.iter())
-            .map(|&l| usize::from(l))
+        let anonymous = (self.anonymous_only() && !self.is_empty()).then_some(ANONYMOUS);
+        anonymous.into_iter().chain(
+            self.fresh
+                .iter()
+                .chain(self.turns.iter())
+                .map(|&l| usize::from(l)),
+        )
     }
 
     /// The waiter served next: from `end` of the lane whose turn it is.
@@ -159,6 +181,15 @@ impl FairBand {
 
     /// Removes the waiter [`FairBand::peek`] shows; the lane's turn passes.
     pub(crate) fn pop(&mut self, end: End) -> Option<Arc<Waiter>> {
+        if self.anonymous_only() {
+            let waiters = &mut self.lanes[ANONYMOUS].waiters;
+            let waiter = match end {
+                End::Front => waiters.pop_front(),
+                End::Back => waiters.pop_back(),
+            }?;
+            self.forget(&waiter);
+            return Some(waiter);
+        }
         let list = if self.fresh.is_empty() {
             &mut self.turns
         } else {
@@ -189,6 +220,9 @@ impl FairBand {
     /// waiting: the common case, on every dispatch), else the lane whose
     /// front comes first.
     fn oldest_lane(&self) -> Option<usize> {
+        if self.anonymous_only() {
+            return (!self.is_empty()).then_some(ANONYMOUS);
+        }
         match (self.fresh.len(), self.turns.len()) {
             (0, 0) => None,
             (1, 0) => self.fresh.front().map(|&l| usize::from(l)),
@@ -330,7 +364,7 @@ impl FairBand {
 
     /// A lane left empty out of turn gives its turn up.
     fn after_taking(&mut self, lane: usize) {
-        if self.lanes[lane].waiters.is_empty() {
+        if self.lanes[lane].waiters.is_empty() && !self.anonymous_only() {
             let lane = lane as u8;
             for list in [&mut self.fresh, &mut self.turns] {
                 // A lane is in one list at most, once; most often alone.
@@ -508,7 +542,11 @@ mod tests {
                     }
                     Op::Pop(front) => {
                         let lanes_before = band.active().count();
-                        let turn = band.fresh.front().or(band.turns.front()).copied();
+                        let turn = if band.anonymous_only() {
+                            Some(ANONYMOUS as u8)
+                        } else {
+                            band.fresh.front().or(band.turns.front()).copied()
+                        };
                         let end = if front { End::Front } else { End::Back };
                         let shown = band.peek(end).cloned();
                         let popped = band.pop(end);
@@ -518,7 +556,7 @@ mod tests {
                             // The lane's turn passed: it is last now, or gone.
                             if band.lanes[usize::from(turn)].waiters.is_empty() {
                                 assert_eq!(band.active().count(), lanes_before - 1);
-                            } else {
+                            } else if !band.anonymous_only() {
                                 assert_eq!(band.turns.back(), Some(&turn));
                             }
                         }

@@ -27,21 +27,13 @@ pub(crate) enum Status {
 
 /// One call waiting for slots. Shared by its future and, while queued, the
 /// queue; its status only changes under the queue lock.
+///
+/// It reads as its [`Call`] (`waiter.class`, `waiter.arrived`, ...): what
+/// the call asked for is fixed while it waits; the rest is the queue's.
 #[derive(Debug)]
 pub(crate) struct Waiter {
-    pub(crate) class: usize,
-    pub(crate) weight: u64,
-    pub(crate) arrived: Instant,
-    /// When the waiter gives up, and why: its `max_wait` budget or the last
-    /// moment at which its deadline can still be met.
-    pub(crate) gives_up: Option<(Instant, Reason)>,
-    /// The caller's deadline, handed on to the permit.
-    pub(crate) deadline: Option<Instant>,
-    /// A retry of the caller's request, served after the class's first
-    /// attempts (when the limiter lets retries yield).
-    pub(crate) retry: bool,
-    /// The caller's tenant and tier, and its lane in the queue.
-    pub(crate) tenant: TenantTag,
+    /// What the call asked for.
+    call: Call,
     /// The order in which it was queued: with `arrived`, its place in its
     /// class's queue (set under the queue lock).
     seq: AtomicU64,
@@ -103,13 +95,7 @@ impl Waiter {
     /// `wait_timer`, which sets it).
     pub(crate) fn of(call: Call) -> Self {
         Self {
-            class: call.class,
-            weight: call.weight,
-            arrived: call.arrived,
-            gives_up: call.gives_up,
-            deadline: call.deadline,
-            retry: call.retry,
-            tenant: call.tenant,
+            call,
             seq: AtomicU64::new(0),
             granted_after: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
@@ -123,13 +109,7 @@ impl Waiter {
     /// without moving the whole waiter (its timer makes it large).
     #[cfg_attr(shed_loom, allow(dead_code))] // the spare is not modelled
     pub(crate) fn renew(&mut self, call: Call) {
-        self.class = call.class;
-        self.weight = call.weight;
-        self.arrived = call.arrived;
-        self.gives_up = call.gives_up;
-        self.deadline = call.deadline;
-        self.retry = call.retry;
-        self.tenant = call.tenant;
+        self.call = call;
         self.seq = AtomicU64::new(0);
         self.granted_after = AtomicU64::new(0);
         self.status = AtomicU8::new(PENDING);
@@ -140,7 +120,7 @@ impl Waiter {
     /// its tenant's name), so that a spare keeps nothing alive.
     pub(crate) fn clear(&mut self) {
         self.waker = WakerSlot::new();
-        self.tenant = TenantTag::new(None, 0);
+        self.call.tenant = TenantTag::new(None, 0);
     }
 
     /// Its queueing order (set under the queue lock).
@@ -198,15 +178,29 @@ impl Waiter {
     }
 }
 
+impl std::ops::Deref for Waiter {
+    type Target = Call;
+
+    fn deref(&self) -> &Call {
+        &self.call
+    }
+}
+
 /// What a call that must wait brings to its waiter.
 #[derive(Debug)]
 pub(crate) struct Call {
     pub(crate) class: usize,
     pub(crate) weight: u64,
     pub(crate) arrived: Instant,
+    /// When the waiter gives up, and why: its `max_wait` budget or the last
+    /// moment at which its deadline can still be met.
     pub(crate) gives_up: Option<(Instant, Reason)>,
+    /// The caller's deadline, handed on to the permit.
     pub(crate) deadline: Option<Instant>,
+    /// A retry of the caller's request, served after the class's first
+    /// attempts (when the limiter lets retries yield).
     pub(crate) retry: bool,
+    /// The caller's tenant and tier, and its lane in the queue.
     pub(crate) tenant: TenantTag,
 }
 
@@ -482,5 +476,40 @@ impl WaitQueue {
         let queue = &mut self.per_class[waiter.class];
         queue.len -= 1;
         queue.weight -= waiter.weight;
+    }
+}
+
+#[cfg(all(test, not(shed_loom)))]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn at(start: Instant, ms: u64) -> Instant {
+        start + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn anonymous_waiters_take_their_turns_once_a_tenant_waits_too() {
+        let start = Instant::now();
+        let mut queue = WaitQueue::new(vec![0]);
+        let anonymous: Vec<_> = (0..4)
+            .map(|i| Waiter::new(0, 1, at(start, i), None, None, false))
+            .collect();
+        for waiter in &anonymous {
+            queue.push(Arc::clone(waiter));
+        }
+        // Without tenants the band is one FIFO.
+        assert!(Arc::ptr_eq(queue.head(0).unwrap(), &anonymous[0]));
+        assert!(queue.remove(&anonymous[2]), "removed from the middle");
+        let tenant = TenantTag::new(Some(7), 0);
+        let flood = Waiter::for_tenant(0, 1, at(start, 5), None, None, false, tenant);
+        queue.push(Arc::clone(&flood));
+        let order: Vec<_> = std::iter::from_fn(|| queue.pop(0, End::Front))
+            .map(|w| (w.arrived - start).as_millis())
+            .collect();
+        assert_eq!(order, [0, 5, 1, 3], "the lanes take turns, oldest first");
+        assert!(queue.is_empty());
+        assert_eq!(queue.queued_weight(), 0);
     }
 }
