@@ -37,7 +37,9 @@ struct Wait {
     /// Taken back (recycled) when the wait is dropped.
     waiter: ManuallyDrop<Arc<Waiter>>,
     name: &'static str,
-    expected: Duration,
+    /// The fn's expected service time, if read already (for a caller with
+    /// a deadline); else read only if the call is refused.
+    expected: Option<Duration>,
     stats: Option<&'static PolicyStats>,
     /// Set once the waiter's outcome was handed out, so drop does nothing.
     done: bool,
@@ -77,7 +79,7 @@ impl Admission {
         held: Held,
         waiter: Arc<Waiter>,
         name: &'static str,
-        expected: Duration,
+        expected: Option<Duration>,
         stats: Option<&'static PolicyStats>,
     ) -> Self {
         Self {
@@ -98,7 +100,7 @@ impl Admission {
         waiter: Arc<Waiter>,
         status: Status,
         name: &'static str,
-        expected: Duration,
+        expected: Option<Duration>,
         stats: Option<&'static PolicyStats>,
     ) -> Self {
         let result = outcome(&held, &waiter, status, name, expected, stats);
@@ -140,7 +142,7 @@ fn outcome(
     waiter: &Waiter,
     status: Status,
     name: &'static str,
-    expected: Duration,
+    expected: Option<Duration>,
     stats: Option<&'static PolicyStats>,
 ) -> Result<Permit, Rejected> {
     let class = waiter.class;
@@ -158,7 +160,10 @@ fn outcome(
             counters.record_queue_wait(waited);
             Ok(permit)
         }
-        Status::Refused(reason) => Err(held.rejected(class, reason, name, expected)),
+        Status::Refused(reason) => {
+            let expected = expected.unwrap_or_else(|| held.expected_service(stats));
+            Err(held.rejected(class, reason, name, expected))
+        }
         Status::Pending => unreachable!("a settled waiter is never pending"),
     }
 }

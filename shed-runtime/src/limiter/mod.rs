@@ -490,7 +490,6 @@ impl Held {
         if mode == Mode::Observe {
             return held.admit_unchecked(class, weight, now, stats, deadline);
         }
-        let expected = expected.unwrap_or_else(|| held.expected_service(stats));
         let arrived = now.unwrap_or_else(Instant::now);
         let budget = max_wait.unwrap_or_else(|| match &held.auto {
             Some(auto) => auto.budget(&state.spec),
@@ -498,6 +497,8 @@ impl Held {
         });
         let mut gives_up = (arrived + budget, Reason::MaxWait);
         if let Some(deadline) = deadline {
+            // Read already by the deadline check above.
+            let expected = expected.unwrap_or_else(|| held.expected_service(stats));
             let last_start = deadline.checked_sub(expected).unwrap_or(arrived);
             if last_start < gives_up.0 {
                 gives_up = (last_start, Reason::Deadline);
@@ -517,7 +518,6 @@ impl Held {
                 deadline,
             );
         }
-        let timer = Admission::timer(gives_up.0);
         // The caller's attempt and tenant, in one lookup of its context.
         let caller = crate::context::current_caller();
         let retry = held.core.discipline.retries_yield && caller.attempt > 1;
@@ -532,7 +532,7 @@ impl Held {
             retry,
             tenant,
         };
-        let waiter = wait_timer::new_waiter(call, timer);
+        let waiter = wait_timer::new_waiter(call, gives_up.0);
         match held.core.enqueue(&waiter) {
             Status::Pending => Admission::waiting(held, waiter, name, expected, stats),
             status => Admission::settled(held, waiter, status, name, expected, stats),

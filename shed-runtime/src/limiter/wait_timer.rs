@@ -26,7 +26,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
 use super::queue::{Call, Waiter};
 use crate::sync::Arc;
@@ -76,21 +76,24 @@ thread_local! {
     static SPARE: std::cell::Cell<Option<Arc<Waiter>>> = const { std::cell::Cell::new(None) };
 }
 
-/// The shared waiter of a call that must wait: `call` with its budget's
-/// `timer` (made by the caller before anything is queued: creating a timer
-/// panics outside a runtime with timers). Reuses this thread's spare if
-/// any, renewed in place.
-pub(crate) fn new_waiter(call: Call, timer: Sleep) -> Arc<Waiter> {
+/// The shared waiter of a call that must wait: `call` with the timer of
+/// its budget (which ends at `gives_up`), made here, in place, before
+/// anything is queued (creating a timer
+/// panics outside a runtime with timers; see [`Admission::timer`]). Reuses
+/// this thread's spare if any, renewed in place.
+///
+/// [`Admission::timer`]: super::Admission::timer
+pub(crate) fn new_waiter(call: Call, gives_up: Instant) -> Arc<Waiter> {
     #[cfg(not(shed_loom))]
     if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten() {
         if let Some(reused) = Arc::get_mut(&mut spare) {
             reused.renew(call);
-            reused.timer.set(Some(timer));
+            reused.timer.set(Some(super::Admission::timer(gives_up)));
             return spare;
         }
     }
     let mut fresh = Waiter::of(call);
-    fresh.timer.set(Some(timer));
+    fresh.timer.set(Some(super::Admission::timer(gives_up)));
     Arc::new(fresh)
 }
 
@@ -115,11 +118,9 @@ mod tests {
     use super::*;
     use crate::limiter::queue::Status;
     use crate::rejected::Reason;
-    use tokio::time::Instant;
 
     fn waiter(now: Instant) -> Arc<Waiter> {
         let gives_up = now + Duration::from_millis(50);
-        let timer = tokio::time::sleep_until(gives_up);
         let call = Call {
             class: 0,
             weight: 1,
@@ -129,7 +130,7 @@ mod tests {
             retry: false,
             tenant: crate::limiter::fair::TenantTag::new(None, 0),
         };
-        new_waiter(call, timer)
+        new_waiter(call, gives_up)
     }
 
     #[tokio::test(start_paused = true)]
