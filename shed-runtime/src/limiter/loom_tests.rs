@@ -232,6 +232,38 @@ fn loom_a_waiter_held_by_its_share_is_woken_by_its_class_release() {
     });
 }
 
+/// `Core::enqueue`'s shortcut: an arrival that waits alone behind a full
+/// limiter leaves the limiter's flag set without a dispatch. When its
+/// class's share holds it back as well, a release of another class that
+/// races its arrival must still leave the flag clear (other classes keep
+/// the fast path) and the waiter pending, and its class's release grants it.
+#[test]
+fn loom_an_arrival_held_by_its_share_and_the_capacity_releases_the_flag() {
+    bounded().check(|| {
+        // Capacity 2, `batch` may hold 1: batch and critical hold one each.
+        let core = two_classes(2, 0.5, 0);
+        assert!(core.try_acquire(1, 1).is_some());
+        assert!(core.try_acquire(0, 1).is_some());
+        let releaser = {
+            let core = core.clone();
+            thread::spawn(move || core.release(0, 1))
+        };
+        let queued = acquire_as(&core, 1, 1).expect_err("batch is at its share");
+        releaser.join().unwrap();
+        assert_eq!(queued.status(), Status::Pending);
+        assert!(
+            !core.snapshot().waiters,
+            "a waiter held only by its share holds the other classes up"
+        );
+        assert!(core.try_acquire(0, 1).is_some(), "critical's fast path");
+        core.release(1, 1);
+        assert_eq!(queued.status(), Status::Granted);
+        core.release(1, 1);
+        core.release(0, 1);
+        assert_idle(&core);
+    });
+}
+
 #[test]
 fn loom_a_capacity_change_with_waiters_queued_strands_nobody() {
     bounded().check(|| {
