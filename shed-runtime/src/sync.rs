@@ -52,9 +52,12 @@ impl WakerSlot {
     }
 
     pub(crate) fn wake(&self) {
-        let waker = lock(&self.0).take();
-        if let Some(waker) = waker {
+        if let Some(waker) = self.take() {
             waker.wake();
         }
+    }
+
+    pub(crate) fn take(&self) -> Option<std::task::Waker> {
+        lock(&self.0).take()
     }
 }

@@ -5,7 +5,9 @@
 //! - the in-flight weight never exceeds the capacity, and a class's never
 //!   exceeds its share, except transiently after the capacity is lowered;
 //! - a waiter is granted, refused or removed exactly once, always under the
-//!   queue lock, and every grant is matched by exactly one release;
+//!   queue lock, and every grant is matched by exactly one release (a
+//!   release wakes the task it granted after letting go of the lock: the
+//!   grant is published before, see `Waiter::grant_quietly`);
 //! - a class's waiters flag is set whenever it has queued waiters, from
 //!   before any dispatch looks at the new waiter: the fast path of that
 //!   class never overtakes them, and a release (or an undone take) of that
@@ -24,6 +26,8 @@
 //! the dispatcher's read saw the word before a release or an undone take,
 //! that change comes later in the word's modification order than the flag,
 //! so the value it returns has the flag set, and its caller dispatches.
+
+use std::task::Waker;
 
 use tokio::time::Instant;
 
@@ -180,7 +184,9 @@ impl Core {
         // The waiter's arrival stands in for the clock: read just before
         // it queued, it is at most the time the lock took behind "now", and
         // every waiter's own timer refuses it at its budget exactly.
-        self.dispatch_at(&mut queue, LazyNow(Some(waiter.arrived)));
+        if let Some(task) = self.dispatch_at(&mut queue, LazyNow(Some(waiter.arrived))) {
+            task.wake();
+        }
         if waiter.status() != Status::Pending {
             return waiter.status();
         }
@@ -252,7 +258,13 @@ impl Core {
         let class_waiters = self.classes[class].give_back(weight);
         if self.word.give_back(weight) || class_waiters {
             let mut queue = lock(&self.queue);
-            self.dispatch_at(&mut queue, LazyNow(now));
+            let granted = self.dispatch_at(&mut queue, LazyNow(now));
+            // Woken once the lock is let go, so that the task does not
+            // run into it (as tokio's `Semaphore` does).
+            drop(queue);
+            if let Some(task) = granted {
+                task.wake();
+            }
         }
     }
 
@@ -313,11 +325,22 @@ impl Core {
     /// waiter that does not fit in the limiter stops the round, so light
     /// calls cannot starve a heavy one.
     fn dispatch(&self, queue: &mut MutexGuard<'_, WaitQueue>) {
-        self.dispatch_at(queue, LazyNow(None));
+        if let Some(task) = self.dispatch_at(queue, LazyNow(None)) {
+            task.wake();
+        }
     }
 
-    /// [`Core::dispatch`] with the clock read already, or not.
-    fn dispatch_at(&self, queue: &mut MutexGuard<'_, WaitQueue>, mut now: LazyNow) {
+    /// [`Core::dispatch`] with the clock read already, or not. Wakes the
+    /// tasks it settles but one: the first it grants, which it returns for
+    /// the caller to wake, after letting go of the lock if it can (the
+    /// grant is published already: see [`Waiter::grant_quietly`]).
+    #[must_use = "the granted task must be woken"]
+    fn dispatch_at(
+        &self,
+        queue: &mut MutexGuard<'_, WaitQueue>,
+        mut now: LazyNow,
+    ) -> Option<Waker> {
+        let mut granted: Option<Waker> = None;
         if !queue.is_empty() && !queue.global_flag {
             // Before any waiter is looked at (see the module docs).
             queue.global_flag = true;
@@ -370,19 +393,25 @@ impl Core {
                     match self.try_grant(waiter) {
                         Grant::Granted => {
                             let waiter = queue.pop(c, end).expect("peeked");
-                            waiter.grant(now.get());
+                            if let Some(task) = waiter.grant_quietly(now.get()) {
+                                match granted {
+                                    None => granted = Some(task),
+                                    Some(_) => task.wake(),
+                                }
+                            }
                             self.tally(&waiter, true);
                         }
                         Grant::NoClassRoom => break,
                         Grant::NoGlobalRoom => {
                             self.settle_flags(queue, true);
-                            return;
+                            return granted;
                         }
                     }
                 }
             }
         }
         self.settle_flags(queue, false);
+        granted
     }
 
     /// Why `waiter` must leave the queue without being served, if it must:

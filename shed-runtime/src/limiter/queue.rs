@@ -151,12 +151,26 @@ impl Waiter {
     }
 
     /// Grants the waiter its slots at `now` (the dispatcher's clock).
+    #[cfg(test)]
     pub(crate) fn grant(&self, now: Instant) {
+        if let Some(task) = self.grant_quietly(now) {
+            task.wake();
+        }
+    }
+
+    /// Grants the waiter its slots at `now` (the dispatcher's clock), and
+    /// returns its task for the caller to wake, unwoken, so that the
+    /// dispatcher can wake it after letting go of the queue lock. Sound to
+    /// wake late: the grant is stored before the task is taken, so a poll
+    /// meanwhile sees it, and a task registering meanwhile is woken by its
+    /// own registration (the `AtomicWaker` protocol).
+    pub(crate) fn grant_quietly(&self, now: Instant) -> Option<Waker> {
         let after = now.saturating_duration_since(self.arrived);
         let nanos = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
         // Published by the status store that follows (`SeqCst`).
         self.granted_after.store(nanos, Ordering::Relaxed);
-        self.settle(GRANTED);
+        self.status.store(GRANTED, Ordering::SeqCst);
+        self.waker.take()
     }
 
     /// How long a granted waiter waited, by the dispatcher's clock (read
