@@ -7,7 +7,8 @@
 //! `valgrind --tool=callgrind target/release/examples/hot_path_count <path> <variant> <calls>`
 //! with path `uncontended`, `wait_then_grant` or `cancel_while_waiting`
 //! and variant `plain`, `semaphore` or `shed`; compare the totals of two
-//! call counts to cancel out start-up.
+//! call counts to cancel out start-up (`shed-bench/scripts/hot_path_count.sh`
+//! does it for every path and variant).
 
 use std::hint::black_box;
 use std::time::Duration;
