@@ -9,12 +9,11 @@
 //! --example client_load --features axum,client` is the longer one in
 //! BENCHMARKS.md.
 
-
 use std::time::Duration;
 
-use shed::client::{ClientLayer, RetryBudget};
 use crate::support::retries::{self, Run};
 use crate::ONE_AT_A_TIME;
+use shed::client::{ClientLayer, RetryBudget};
 
 /// 2 slots, 20 ms a request: 100 rps of capacity.
 const SLOTS: u32 = 2;

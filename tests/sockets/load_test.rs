@@ -7,15 +7,13 @@
 //! run recorded in BENCHMARKS.md. The assertions are qualitative, with
 //! wide margins, because real sockets run on the wall clock.
 
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use shed::{Config, Mode, Readiness};
 use crate::server;
 use crate::support::load::{self, LoadReport};
 use crate::ONE_AT_A_TIME;
-
+use shed::{Config, Mode, Readiness};
 
 /// Starts the example's router on a free loopback port: 4 slots in front
 /// of a 4-connection database at 20 ms a query, i.e. 200 rps of capacity.

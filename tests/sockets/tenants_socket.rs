@@ -11,7 +11,6 @@
 //! need 90% where the fair queue gives them nearly all, and without
 //! tenants get about a third).
 
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

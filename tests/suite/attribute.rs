@@ -403,8 +403,12 @@ async fn run_guarded_decides_exactly_as_the_attribute() {
 #[test]
 fn methods_of_two_types_with_one_name_get_distinct_default_names() {
     let table = shed::policies();
-    let orders = table.get("suite::attribute::Orders::get").expect("Orders::get");
-    let users = table.get("suite::attribute::Users::get").expect("Users::get");
+    let orders = table
+        .get("suite::attribute::Orders::get")
+        .expect("Orders::get");
+    let users = table
+        .get("suite::attribute::Users::get")
+        .expect("Users::get");
     assert_ne!(orders.line(), users.line());
     let both = shed::PolicyTable::from_policies([orders, users]);
     assert!(Config::new().check_against(&both).is_ok());
