@@ -1,4 +1,4 @@
-//! The longer run of `tests/client_retries.rs`: clients built on shed's
+//! The longer run of `tests/sockets/client_retries.rs`: clients built on shed's
 //! client layer against a shed-guarded axum server at three times its
 //! capacity, over loopback, under four retry policies. Figures in
 //! BENCHMARKS.md.

@@ -4,10 +4,10 @@
 # 12,000 calls minus that of 2,000 (start-up cancels out), over 10,000,
 # minus the plain call's. See BENCHMARKS.md, "Hot path".
 #
-#   cargo build --release -p shed-bench --example hot_path_count
+#   cargo build --release -p shed-bench --bin hot_path_count
 #   shed-bench/scripts/hot_path_count.sh [binary] [paths...]
 set -eu
-bin=${1:-target/release/examples/hot_path_count}
+bin=${1:-target/release/hot_path_count}
 [ $# -gt 0 ] && shift
 paths=${*:-uncontended wait_then_grant cancel_while_waiting}
 

@@ -1,5 +1,5 @@
 //! What the hot-path benchmark (`benches/hot_path.rs`) and its instruction
-//! counter (`examples/hot_path_count.rs`) share: the guarded fns, the
+//! counter (`src/bin/hot_path_count.rs`) share: the guarded fns, the
 //! static baselines, and the set-up of the paths that wait, so that the
 //! counted code is the benchmarked code.
 

@@ -33,7 +33,7 @@ use std::sync::Arc;
 pub fn with_tenant<K: Hash + ?Sized, F: Future>(
     key: &K,
     future: F,
-) -> impl Future<Output = F::Output> {
+) -> impl Future<Output = F::Output> + use<K, F> {
     crate::context::scope_tenant(tenant_hash(key), future)
 }
 

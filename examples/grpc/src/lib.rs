@@ -15,13 +15,14 @@ pub mod client;
 pub mod server;
 
 /// The messages and the tonic client and server generated from
-/// `proto/work.proto`.
+/// `proto/work.proto` (checked in; `codegen/` regenerates them and
+/// `scripts/deep-checks` checks that they are current).
 pub mod proto {
-    tonic::include_proto!("shed.example.work");
+    include!("generated/shed.example.work.rs");
 }
 
 /// ORCA's `OrcaLoadReport`, generated from `proto/orca_load_report.proto`,
 /// to decode the `endpoint-load-metrics-bin` trailer.
 pub mod orca {
-    tonic::include_proto!("xds.data.orca.v3");
+    include!("generated/xds.data.orca.v3.rs");
 }

@@ -122,6 +122,28 @@ fn recorder(channel: Channel, log: Log) -> Recorder {
 
 use tower::Service as _;
 
+/// Every slot of the test's limiter, held until the permit is dropped.
+async fn hold_every_slot(limiter: &shed::Limiter) -> shed::Permit {
+    limiter
+        .acquire("critical", SLOTS, "the test")
+        .await
+        .expect("an idle limiter admits a full-capacity call")
+}
+
+/// The refusal's `grpc-retry-pushback-ms`, after checking that it is
+/// shed's `UNAVAILABLE`.
+fn unavailable_with_pushback(status: &tonic::Status) -> u64 {
+    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
+    status
+        .metadata()
+        .get(shed::tonic::RETRY_PUSHBACK)
+        .expect("a refusal carries its pushback")
+        .to_str()
+        .expect("ASCII")
+        .parse()
+        .expect("milliseconds")
+}
+
 /// A call of `cost_ms`, numbered, marked safe to retry (gRPC calls are
 /// `POST`s: the client layer retries them only when told).
 fn request(call: u64, cost_ms: u32) -> tonic::Request<WorkRequest> {
@@ -222,10 +244,7 @@ async fn a_shed_call_is_unavailable_with_pushback_and_retried_no_sooner() {
     // Every slot taken: the call waits its class's queue-wait budget, is
     // shed, and the layer retries after the pushback, by when the slots
     // are free again.
-    let held = limiter
-        .acquire("critical", SLOTS, "the test")
-        .await
-        .unwrap();
+    let held = hold_every_slot(&limiter).await;
     let release = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;
         drop(held);
@@ -257,24 +276,12 @@ async fn a_shed_call_is_unavailable_with_pushback_and_retried_no_sooner() {
     );
 
     // With no retry left, the caller gets shed's status itself.
-    let held = limiter
-        .acquire("critical", SLOTS, "the test")
-        .await
-        .unwrap();
+    let held = hold_every_slot(&limiter).await;
     let once_layer = ClientLayer::new().max_attempts(1);
     let mut once = work_client(&once_layer, channel(&server).await);
     let status = once.r#do(request(9, 1)).await.unwrap_err();
     drop(held);
-    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    let pushback: i64 = status
-        .metadata()
-        .get(shed::tonic::RETRY_PUSHBACK)
-        .expect("pushback")
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(pushback > 0);
+    assert!(unavailable_with_pushback(&status) > 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -289,21 +296,10 @@ async fn the_server_layer_refuses_grpc_calls_in_grpc() {
     let server = server::serve(listener, options).await.unwrap();
     let layer = ClientLayer::new().max_attempts(1);
     let mut client = work_client(&layer, channel(&server).await);
-    let held = limiter
-        .acquire("critical", SLOTS, "the test")
-        .await
-        .unwrap();
+    let held = hold_every_slot(&limiter).await;
     let status = client.r#do(request(1, 1)).await.unwrap_err();
     drop(held);
-    assert_eq!(status.code(), Code::Unavailable, "{status:?}");
-    let pushback: u64 = status
-        .metadata()
-        .get(shed::tonic::RETRY_PUSHBACK)
-        .expect("pushback")
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let pushback = unavailable_with_pushback(&status);
     assert!(pushback >= 1_000, "{pushback}");
     let total = server.retries.total();
     assert_eq!((total.first_shed, total.first_admitted), (1, 0));
@@ -339,10 +335,7 @@ async fn the_orca_trailer_arrives_and_decodes() {
     // (see `LoadReporter::report`): here the answer above (0, or 0.5 if
     // its report was made before its slot came back) and this refusal, at
     // full occupancy (1).
-    let held = limiter
-        .acquire("critical", SLOTS, "the test")
-        .await
-        .unwrap();
+    let held = hold_every_slot(&limiter).await;
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let status = client.r#do(request(2, 1)).await.unwrap_err();
     drop(held);

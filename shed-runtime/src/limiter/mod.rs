@@ -176,7 +176,7 @@ impl Limiter {
     /// Runs `future` with this limiter as the current one: every guarded
     /// call it makes, however deeply nested, uses this limiter. The
     /// caller's deadline, if any, carries on inside.
-    pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
+    pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> + use<F> {
         let scoped: crate::context::ScopedLimiter = Arc::clone(&self.inner) as _;
         crate::context::scope_limiter(scoped, future)
     }

@@ -3,8 +3,8 @@
 //! is too noisy (a shared machine): the single-task paths of
 //! `benches/hot_path.rs`, same code, without criterion.
 //!
-//! `cargo build --release -p shed-bench --example hot_path_count`, then
-//! `valgrind --tool=callgrind target/release/examples/hot_path_count <path> <variant> <calls>`
+//! `cargo build --release -p shed-bench --bin hot_path_count`, then
+//! `valgrind --tool=callgrind target/release/hot_path_count <path> <variant> <calls>`
 //! with path `uncontended`, `wait_then_grant` or `cancel_while_waiting`
 //! and variant `plain`, `semaphore` or `shed`; compare the totals of two
 //! call counts to cancel out start-up (`shed-bench/scripts/hot_path_count.sh`

@@ -119,7 +119,7 @@ async fn refused_calls_return_the_rejection_and_never_run_their_body() {
     let AppError::Shed(refused) = refused;
     assert_eq!(refused.reason(), Reason::Disabled);
     assert_eq!(refused.class(), "background");
-    assert_eq!(refused.name(), "attribute::report");
+    assert_eq!(refused.name(), "suite::attribute::report");
     assert_eq!(
         BODY_RUNS.load(Ordering::SeqCst),
         before,
@@ -264,21 +264,21 @@ async fn handlers_share_one_limiter_across_tasks() {
 #[test]
 fn the_table_holds_every_annotated_fn_with_its_attribute() {
     let table = shed::policies();
-    let report = table.get("attribute::report").expect("free fn");
+    let report = table.get("suite::attribute::report").expect("free fn");
     assert_eq!(report.class(), "background");
     assert_eq!(report.max_wait(), Some(Duration::from_millis(5)));
     assert_eq!(report.weight(), 3);
-    assert_eq!(report.file(), "tests/attribute.rs");
+    assert_eq!(report.file(), "tests/suite/attribute.rs");
     assert_eq!(report.line(), 25);
 
-    let defaults = table.get("attribute::defaults").expect("defaults");
+    let defaults = table.get("suite::attribute::defaults").expect("defaults");
     assert_eq!(
         (defaults.class(), defaults.max_wait(), defaults.weight()),
         ("critical", None, 1)
     );
 
     let place = table
-        .get("attribute::Orders::place")
+        .get("suite::attribute::Orders::place")
         .expect("method in an impl block, named with its type");
     assert_eq!((place.class(), place.weight()), ("optional", 2));
     assert!(
@@ -321,11 +321,11 @@ fn the_table_renders_as_text_and_json() {
     assert!(header.starts_with("NAME"), "{text}");
     let line = text
         .lines()
-        .find(|l| l.starts_with("attribute::report "))
+        .find(|l| l.starts_with("suite::attribute::report "))
         .expect("a row per fn");
     assert!(line.contains("background"), "{line}");
     assert!(line.contains("5ms"), "{line}");
-    assert!(line.ends_with("tests/attribute.rs:25"), "{line}");
+    assert!(line.ends_with("tests/suite/attribute.rs:25"), "{line}");
     // Columns line up: every row has its class at the header's CLASS column.
     let class_col = header.find("CLASS").unwrap();
     let row_class = line.find("background").unwrap();
@@ -336,13 +336,13 @@ fn the_table_renders_as_text_and_json() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["name"] == "attribute::report")
+        .find(|p| p["name"] == "suite::attribute::report")
         .unwrap();
     assert_eq!(
         report,
         &serde_json::json!({
-            "name": "attribute::report", "class": "background", "max_wait": "5ms",
-            "weight": 3, "file": "tests/attribute.rs", "line": 25
+            "name": "suite::attribute::report", "class": "background", "max_wait": "5ms",
+            "weight": 3, "file": "tests/suite/attribute.rs", "line": 25
         })
     );
 }
@@ -403,8 +403,12 @@ async fn run_guarded_decides_exactly_as_the_attribute() {
 #[test]
 fn methods_of_two_types_with_one_name_get_distinct_default_names() {
     let table = shed::policies();
-    let orders = table.get("attribute::Orders::get").expect("Orders::get");
-    let users = table.get("attribute::Users::get").expect("Users::get");
+    let orders = table
+        .get("suite::attribute::Orders::get")
+        .expect("Orders::get");
+    let users = table
+        .get("suite::attribute::Users::get")
+        .expect("Users::get");
     assert_ne!(orders.line(), users.line());
     let both = shed::PolicyTable::from_policies([orders, users]);
     assert!(Config::new().check_against(&both).is_ok());
@@ -434,13 +438,13 @@ fn assert_guarded(name: &str) {
 #[shed(weight = 37)]
 #[tokio::test]
 async fn shed_above_tokio_test_guards_the_test_body() -> Result<(), Rejected> {
-    assert_guarded("attribute::shed_above_tokio_test_guards_the_test_body");
+    assert_guarded("suite::attribute::shed_above_tokio_test_guards_the_test_body");
     Ok(())
 }
 
 #[tokio::test]
 #[shed(weight = 37)]
 async fn shed_below_tokio_test_guards_the_test_body() -> Result<(), Rejected> {
-    assert_guarded("attribute::shed_below_tokio_test_guards_the_test_body");
+    assert_guarded("suite::attribute::shed_below_tokio_test_guards_the_test_body");
     Ok(())
 }

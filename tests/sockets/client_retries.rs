@@ -9,15 +9,11 @@
 //! --example client_load --features axum,client` is the longer one in
 //! BENCHMARKS.md.
 
-#[allow(dead_code)]
-mod support {
-    pub mod retries;
-}
-
 use std::time::Duration;
 
+use crate::support::retries::{self, Run};
+use crate::ONE_AT_A_TIME;
 use shed::client::{ClientLayer, RetryBudget};
-use support::retries::{self, Run};
 
 /// 2 slots, 20 ms a request: 100 rps of capacity.
 const SLOTS: u32 = 2;
@@ -41,6 +37,7 @@ async fn storm(layer: fn() -> ClientLayer) -> Run {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_budget_keeps_amplification_down_where_unbudgeted_retries_double_the_load() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     // The budget's floor (a reserve of retries for quiet clients) is off:
     // over a 2.5 s run it would be a large share of the retries.
     let budgeted =
@@ -74,6 +71,7 @@ async fn a_retry_budget_keeps_amplification_down_where_unbudgeted_retries_double
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_server_tells_retries_from_first_attempts() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     let server = retries::serve(SLOTS, WORK).await;
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<http_body_util::Empty<bytes::Bytes>>();
@@ -111,6 +109,7 @@ async fn the_server_tells_retries_from_first_attempts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_connection_is_retried_through_hyper_util() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     // A port nobody listens on: every attempt's connection is refused.
     let closed = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

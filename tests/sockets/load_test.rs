@@ -7,23 +7,13 @@
 //! run recorded in BENCHMARKS.md. The assertions are qualitative, with
 //! wide margins, because real sockets run on the wall clock.
 
-#[allow(dead_code)]
-#[path = "../examples/axum_server/main.rs"]
-mod server;
-#[allow(dead_code)]
-mod support {
-    pub mod load;
-}
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::server;
+use crate::support::load::{self, LoadReport};
+use crate::ONE_AT_A_TIME;
 use shed::{Config, Mode, Readiness};
-use support::load::{self, LoadReport};
-
-/// The tests of this file measure over the wall clock: one at a time, so
-/// that one's connections do not starve the other's measurement.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Starts the example's router on a free loopback port: 4 slots in front
 /// of a 4-connection database at 20 ms a query, i.e. 200 rps of capacity.
@@ -131,7 +121,7 @@ async fn idle_and_slow_header_connections_cannot_starve_health_probes() {
     let mut child = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -n {FD_LIMIT} && exec \"$0\" connection_limits_child_server --exact --ignored --nocapture"
+            "ulimit -n {FD_LIMIT} && exec \"$0\" load_test::connection_limits_child_server --exact --ignored --nocapture"
         ))
         .arg(&me)
         .stdout(std::process::Stdio::piped())

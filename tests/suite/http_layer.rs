@@ -1,6 +1,6 @@
 //! The tower layer and the HTTP responses, on the paused clock; without
 //! sockets except for the slow reader, which needs a real one (the load
-//! test in `tests/load_test.rs` uses real ones too).
+//! test in `tests/sockets/load_test.rs` uses real ones too).
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};

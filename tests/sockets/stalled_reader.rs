@@ -4,10 +4,6 @@
 //! timeout. Real sockets on the wall clock: the test only waits, with a
 //! wide margin, for what must happen.
 
-#[allow(dead_code)]
-#[path = "../examples/axum_server/conn.rs"]
-mod conn;
-
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,8 +11,12 @@ use std::time::Duration;
 use axum::routing::get;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::server::conn;
+use crate::ONE_AT_A_TIME;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_is_disconnected_after_the_write_timeout() {
+    let _serial = ONE_AT_A_TIME.lock().await;
     // Far more than the socket buffers hold: the writes must block.
     let app = axum::Router::new().route("/big", get(|| async { vec![b'x'; 64 << 20] }));
     let limits = conn::Limits {
