@@ -91,11 +91,10 @@ pub(crate) fn grpc_pushback(headers: &HeaderMap) -> Pushback {
 pub(crate) fn is_connection_refused(error: &(dyn Error + 'static)) -> bool {
     let mut current = Some(error);
     while let Some(e) = current {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused {
                 return true;
             }
-        }
         current = e.source();
     }
     false

@@ -71,11 +71,10 @@ pub(crate) fn set_timeout(
             .get("grpc-timeout")
             .and_then(|v| v.to_str().ok())
             .and_then(crate::http::parse_grpc_timeout);
-        if existing.is_none_or(|t| t > timeout) {
-            if let Ok(value) = HeaderValue::from_str(&grpc_timeout(timeout)) {
+        if existing.is_none_or(|t| t > timeout)
+            && let Ok(value) = HeaderValue::from_str(&grpc_timeout(timeout)) {
                 headers.insert("grpc-timeout", value);
             }
-        }
     }
 }
 

@@ -246,12 +246,11 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let mut this = self.project();
-        if let Slots::Watched(w) = this.slots {
-            if lock(&w.shared).cut {
+        if let Slots::Watched(w) = this.slots
+            && lock(&w.shared).cut {
                 *this.slots = Slots::Free;
                 return Poll::Ready(Some(Err(HoldExpired.into())));
             }
-        }
         let frame = this.inner.as_mut().poll_frame(cx);
         let ended = match &frame {
             Poll::Ready(None | Some(Err(_))) => true,

@@ -151,11 +151,10 @@ impl WarmUp {
             if capacity != ramp.reference {
                 inner.core.set_capacity(ramp.reference);
             }
-            if ramp.paused_auto {
-                if let Some(auto) = &inner.auto {
+            if ramp.paused_auto
+                && let Some(auto) = &inner.auto {
                     auto.enable();
                 }
-            }
             *slot = None;
             self.fraction.store(1.0f64.to_bits(), Ordering::Relaxed);
             return false;

@@ -52,8 +52,8 @@ async fn serve_order(
     for task in tasks {
         task.await.unwrap();
     }
-    let order = order.lock().unwrap().clone();
-    order
+    
+    order.lock().unwrap().clone()
 }
 
 #[tokio::test(start_paused = true)]
