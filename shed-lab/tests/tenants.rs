@@ -44,12 +44,23 @@ fn the_quiet_tenants_keep_their_service_next_to_a_noisy_one() {
     // its fair part, keep 99% of their calls served in time, and the noisy
     // one gets the rest of the capacity.
     let mut quiet_in_time = Vec::new();
+    let mut summary = String::from(
+        "seed  quiet in time: reject-when-full  shed-no-keys   shed  | noisy served  goodput\n",
+    );
     for seed in 0..8 {
         let mut scenario = preset("tenants-noisy-neighbour");
         scenario.seed = seed;
         let [tower, shed, without] = compare(&scenario);
         let quiet = group(&shed, "quiet");
         quiet_in_time.push(quiet.in_time_share);
+        summary += &format!(
+            "{seed:>4} {:>33.1}% {:>12.1}% {:>6.2}% | {:>12} {:>8.1}\n",
+            100.0 * group(&tower, "quiet").in_time_share,
+            100.0 * group(&without, "quiet").in_time_share,
+            100.0 * quiet.in_time_share,
+            group(&shed, "noisy").served_in_time,
+            shed.total.goodput_rps,
+        );
         for other in [&tower, &without] {
             let q = group(other, "quiet");
             assert!(
@@ -70,7 +81,7 @@ fn the_quiet_tenants_keep_their_service_next_to_a_noisy_one() {
         let jain = |r: &Report| tenants(r).jain.expect("calls served");
         assert!(jain(&shed) > 0.99 && jain(&without) < 0.96, "seed {seed}");
     }
-    eprintln!("the quiet tenants in time, seeds 0..8: {quiet_in_time:?}");
+    eprintln!("{summary}");
     assert!(
         quiet_in_time.iter().all(|&q| q >= 0.99),
         "{quiet_in_time:?}"
