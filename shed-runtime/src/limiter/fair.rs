@@ -25,9 +25,10 @@
 //! turn). A light tenant's burst is then served from the part a heavy one
 //! was taking, as max-min fairness over the horizon has it; a heavy
 //! tenant still gets all that the light ones leave (no capacity is
-//! wasted), and heavy tenants share that in turns. A tenant that floods
-//! becomes heavy within its even part of a window. When the queue is full,
-//! an arrival evicts from a heavy lane before a light one.
+//! wasted), and heavy tenants share that in turns. A tenant that starts
+//! to flood is heavy once its calls pass 5/4 of its part of the horizon's
+//! dispatches. When the queue is full, an arrival evicts from a heavy lane
+//! before a light one.
 //!
 //! Memory and the cost of a dispatch are bounded by the table, never by
 //! the number of tenants: a million distinct keys use the same lanes (the
@@ -54,15 +55,19 @@ const ANONYMOUS: usize = 0;
 /// window under way plus the part of the previous window's that the
 /// current one has not yet replaced (a sliding window of this many
 /// dispatches). Long enough that a lane at its even part of 1/64 of the
-/// dispatches sees 16 calls a window, short enough that a tenant that
-/// stops flooding is light again within two windows.
-pub(crate) const WINDOW: u32 = 2048;
+/// dispatches sees 32 calls a window (with 1,024, a tenant at exactly its
+/// part among ten was counted heavy often enough to lose 1% of its calls
+/// in the lab), short enough that a tenant that stops flooding is light
+/// again within two windows (two seconds at 1,000 calls a second).
+const WINDOW: u32 = 2048;
 
 /// How far above its even part a lane's demand may be and the lane still
 /// be light: 5/4, so that a tenant at exactly its part is light despite
-/// the randomness of its arrivals (over a window of 1,024 dispatches
-/// among 10 lanes, 2.5 standard deviations of a Poisson count).
-pub(crate) const SLACK: (u64, u64) = (5, 4);
+/// the randomness of its arrivals (among 10 lanes, a window holds about
+/// 205 of its calls; 5/4 of that is 3.6 standard deviations of a Poisson
+/// count above), while a light lane can take at most a quarter more than
+/// its part ahead of the heavy ones.
+const SLACK: (u64, u64) = (5, 4);
 
 /// The `i`th lane a tenant's key may take.
 fn probe(tenant: u64, i: usize) -> usize {
@@ -92,7 +97,8 @@ struct Lane {
 pub(crate) struct FairBand {
     /// Lane 0 always; the tenant table once a tenant has waited.
     lanes: Vec<Lane>,
-    /// Lanes that were empty when their first waiter came: served first.
+    /// Lanes that were empty when their first waiter came: served first
+    /// (among the light lanes, or among the heavy ones).
     fresh: VecDeque<u8>,
     /// The other lanes with waiters, in the order their turns come.
     turns: VecDeque<u8>,
@@ -211,15 +217,15 @@ impl FairBand {
 
     /// The lane served next, and where its turn is kept: the first light
     /// lane, fresh ones first; else the first fresh lane; else the lane
-    /// whose turn it is. Without tenants, or with one lane waiting, the
-    /// only lane, without a look at the history.
+    /// whose turn it is.
     fn next(&self) -> Option<(List, usize)> {
         let first = match (self.fresh.front(), self.turns.front()) {
             (Some(_), _) => (List::Fresh, 0),
             (None, Some(_)) => (List::Turns, 0),
             (None, None) => return None,
         };
-        if self.fresh.len() + self.turns.len() == 1 || self.lanes.len() == 1 {
+        // One lane waiting (always so without tenants): no choice to make.
+        if self.fresh.len() + self.turns.len() == 1 {
             return Some(first);
         }
         let light = |&l: &u8| self.is_light(&self.lanes[usize::from(l)]);
