@@ -411,7 +411,7 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32, tenant: Option<usize>) 
             if counted {
                 sim.tallies[stream].borrow_mut().shed(&refusal.reason);
                 if let Some((tenants, i)) = tenants {
-                    tenants.shed(i);
+                    tenants.shed(i, &refusal.reason);
                 }
             }
             if may_retry && done < deadline {

@@ -29,6 +29,7 @@
 //! (evenly, or by Zipf rank). The draw is the same under every policy.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -199,6 +200,8 @@ pub(crate) struct Tenants {
     /// Per group, the cumulative Zipf weights of its ranks (empty: even).
     rank_cdf: Vec<Vec<f64>>,
     calls: RefCell<Vec<Calls>>,
+    /// Per group, its refusals by reason.
+    refusals: RefCell<Vec<BTreeMap<String, u64>>>,
 }
 
 impl Tenants {
@@ -236,6 +239,7 @@ impl Tenants {
         Self {
             config: config.clone(),
             calls: RefCell::new(vec![Calls::default(); tenants.len()]),
+            refusals: RefCell::new(vec![BTreeMap::new(); config.groups.len()]),
             tenants,
             first,
             group_cdf,
@@ -276,8 +280,12 @@ impl Tenants {
         }
     }
 
-    pub(crate) fn shed(&self, i: usize) {
+    pub(crate) fn shed(&self, i: usize, reason: &str) {
         self.calls.borrow_mut()[i].shed += 1;
+        let group = self.first.partition_point(|&f| f <= i) - 1;
+        *self.refusals.borrow_mut()[group]
+            .entry(reason.to_string())
+            .or_default() += 1;
     }
 
     /// What each group got, and how fairly the calls served in time were
@@ -310,6 +318,7 @@ impl Tenants {
                     served_in_time: sum.in_time,
                     late: sum.late,
                     shed: sum.shed,
+                    shed_by_reason: self.refusals.borrow()[g].clone(),
                     in_time_share: ratio(sum.in_time as f64, sum.offered as f64),
                     of_fair_share: (fair > 0.0).then(|| round(sum.in_time as f64 / fair)),
                 }
@@ -393,6 +402,8 @@ pub struct GroupCounts {
     pub late: u64,
     /// Refused.
     pub shed: u64,
+    /// Refusals by reason (`max_wait`, `queue_full`, ...).
+    pub shed_by_reason: BTreeMap<String, u64>,
     /// Served in time over offered.
     pub in_time_share: f64,
     /// Served in time over the group's max-min fair part of everything
@@ -445,7 +456,7 @@ pub fn compare(scenario: &Scenario, policies: &[PolicyKind], factor: f64) -> Vec
 /// time and of the fair part, and the run's fairness figures.
 pub fn table(reports: &[Report]) -> String {
     let mut out = format!(
-        "{:<16} {:<10} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}   {:>6} {:>11}\n",
+        "{:<16} {:<10} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}   {:>6} {:>11}  {}\n",
         "policy",
         "group",
         "tenants",
@@ -455,7 +466,8 @@ pub fn table(reports: &[Report]) -> String {
         "in time",
         "of fair",
         "jain",
-        "all-or-none"
+        "all-or-none",
+        "refused by"
     );
     for r in reports {
         let Some(t) = &r.tenants else { continue };
@@ -469,8 +481,13 @@ pub fn table(reports: &[Report]) -> String {
             } else {
                 (String::new(), String::new())
             };
+            let reasons: Vec<String> = g
+                .shed_by_reason
+                .iter()
+                .map(|(r, n)| format!("{r}={n}"))
+                .collect();
             let line = format!(
-                "{:<16} {:<10} {:>9} {:>9} {:>8} {:>8} {:>7.1}% {:>8}   {:>6} {:>11}",
+                "{:<16} {:<10} {:>9} {:>9} {:>8} {:>8} {:>7.1}% {:>8}   {:>6} {:>11}  {}",
                 if i == 0 { r.policy.as_str() } else { "" },
                 g.name,
                 g.tenants,
@@ -482,6 +499,7 @@ pub fn table(reports: &[Report]) -> String {
                     .map_or_else(|| "-".to_string(), |f| format!("{:.1}%", 100.0 * f)),
                 jain,
                 all,
+                reasons.join(" "),
             );
             out.push_str(line.trim_end());
             out.push('\n');

@@ -39,25 +39,53 @@ fn group<'a>(report: &'a Report, name: &str) -> &'a GroupCounts {
 
 #[test]
 fn the_quiet_tenants_keep_their_service_next_to_a_noisy_one() {
-    let scenario = preset("tenants-noisy-neighbour");
-    let [tower, shed, without] = compare(&scenario);
-    let quiet = group(&shed, "quiet");
-    // At exactly their part with random arrivals, a lane is at times
-    // behind; 96% here (99.4% at 90% of their part, see BENCHMARKS.md).
-    assert!(quiet.in_time_share >= 0.95, "{quiet:?}");
-    for other in [&tower, &without] {
-        let q = group(other, "quiet");
-        assert!(q.in_time_share < 0.6, "{}: {q:?}", other.policy);
-    }
-    // No capacity wasted: the noisy tenant gets the rest.
-    assert!(
-        shed.total.goodput_rps >= 0.99 * shed.capacity_rps,
-        "{:?}",
-        shed.total
+    // Issue 15's goal on eight seeds (eight draws of the Poisson arrivals
+    // and of who sends each call): the nine quiet tenants, each at exactly
+    // its fair part, keep 99% of their calls served in time, and the noisy
+    // one gets the rest of the capacity.
+    let mut quiet_in_time = Vec::new();
+    let mut summary = String::from(
+        "seed  quiet in time: reject-when-full  shed-no-keys   shed  | noisy served  goodput\n",
     );
-    assert!(group(&shed, "noisy").of_fair_share >= Some(1.0));
-    let jain = |r: &Report| tenants(r).jain.expect("calls served");
-    assert!(jain(&shed) > 0.99 && jain(&without) < 0.96);
+    for seed in 0..8 {
+        let mut scenario = preset("tenants-noisy-neighbour");
+        scenario.seed = seed;
+        let [tower, shed, without] = compare(&scenario);
+        let quiet = group(&shed, "quiet");
+        quiet_in_time.push(quiet.in_time_share);
+        summary += &format!(
+            "{seed:>4} {:>33.1}% {:>12.1}% {:>6.2}% | {:>12} {:>8.1}\n",
+            100.0 * group(&tower, "quiet").in_time_share,
+            100.0 * group(&without, "quiet").in_time_share,
+            100.0 * quiet.in_time_share,
+            group(&shed, "noisy").served_in_time,
+            shed.total.goodput_rps,
+        );
+        for other in [&tower, &without] {
+            let q = group(other, "quiet");
+            assert!(
+                q.in_time_share < 0.6,
+                "seed {seed}: {}: {q:?}",
+                other.policy
+            );
+        }
+        // No capacity wasted: the noisy tenant gets the rest (its part by
+        // max-min fairness over the whole run may be more: a quiet tenant
+        // whose calls came above its part over the run was served them).
+        let (quiet, noisy) = (quiet.served_in_time, group(&shed, "noisy").served_in_time);
+        let capacity = shed.capacity_rps * scenario.seconds;
+        assert!(
+            (quiet + noisy) as f64 >= 0.99 * capacity,
+            "seed {seed}: the noisy one {noisy}, the quiet ones {quiet}, of {capacity}"
+        );
+        let jain = |r: &Report| tenants(r).jain.expect("calls served");
+        assert!(jain(&shed) > 0.99 && jain(&without) < 0.96, "seed {seed}");
+    }
+    eprintln!("{summary}");
+    assert!(
+        quiet_in_time.iter().all(|&q| q >= 0.99),
+        "{quiet_in_time:?}"
+    );
 }
 
 #[test]

@@ -13,6 +13,23 @@
 //! lanes that stay busy, once, and then takes its turn with them: the
 //! calls of light tenants wait for one release, not for a whole round.
 //!
+//! Turns alone are memoryless: a tenant that sends exactly its even part
+//! at random times is at times behind (a burst), and while it is, it gets
+//! one turn in every round like the flood next to it, which at exactly its
+//! part is a queue at utilisation 1 whose wait has no bound. So the band
+//! also remembers, over a horizon of about [`WINDOW`] to twice that many
+//! dispatches, how many calls came to each lane: a lane whose calls came
+//! at no more than [`SLACK`] times its even part of the dispatches (the
+//! dispatches over the lanes that had calls) is *light*, and light lanes
+//! are served before heavy ones (each group fresh lanes first, then in
+//! turn). A light tenant's burst is then served from the part a heavy one
+//! was taking, as max-min fairness over the horizon has it; a heavy
+//! tenant still gets all that the light ones leave (no capacity is
+//! wasted), and heavy tenants share that in turns. A tenant that starts
+//! to flood is heavy once its calls pass 5/4 of its part of the horizon's
+//! dispatches. When the queue is full, an arrival evicts from a heavy lane
+//! before a light one.
+//!
 //! Memory and the cost of a dispatch are bounded by the table, never by
 //! the number of tenants: a million distinct keys use the same lanes (the
 //! table is allocated at the first call with a tenant; without tenants a
@@ -34,6 +51,24 @@ const PROBES: usize = 8;
 /// The lane of calls without a tenant.
 const ANONYMOUS: usize = 0;
 
+/// Dispatches per accounting window: a lane's demand is its calls of the
+/// window under way plus the part of the previous window's that the
+/// current one has not yet replaced (a sliding window of this many
+/// dispatches). Long enough that a lane at its even part of 1/64 of the
+/// dispatches sees 32 calls a window (with 1,024, a tenant at exactly its
+/// part among ten was counted heavy often enough to lose 1% of its calls
+/// in the lab), short enough that a tenant that stops flooding is light
+/// again within two windows (two seconds at 1,000 calls a second).
+const WINDOW: u32 = 2048;
+
+/// How far above its even part a lane's demand may be and the lane still
+/// be light: 5/4, so that a tenant at exactly its part is light despite
+/// the randomness of its arrivals (among 10 lanes, a window holds about
+/// 205 of its calls; 5/4 of that is 3.6 standard deviations of a Poisson
+/// count above), while a light lane can take at most a quarter more than
+/// its part ahead of the heavy ones.
+const SLACK: (u64, u64) = (5, 4);
+
 /// The `i`th lane a tenant's key may take.
 fn probe(tenant: u64, i: usize) -> usize {
     1 + ((tenant as usize).wrapping_add(i)) % TENANT_LANES
@@ -46,10 +81,15 @@ pub(crate) fn key(waiter: &Waiter) -> (Instant, u64) {
 
 #[derive(Debug, Default)]
 struct Lane {
-    /// The tenant this lane was claimed for (meaningful while not empty).
+    /// The tenant this lane was last claimed for: its own while it has
+    /// waiters, and the one it goes back to (with its history) after.
     owner: u64,
     /// Sorted by [`key`].
     waiters: VecDeque<Arc<Waiter>>,
+    /// Calls queued in this lane in the window under way.
+    arrived: u32,
+    /// Calls queued in this lane in the previous window.
+    before: u32,
 }
 
 /// One band of a class: fair across tenants, FIFO within a lane.
@@ -57,14 +97,29 @@ struct Lane {
 pub(crate) struct FairBand {
     /// Lane 0 always; the tenant table once a tenant has waited.
     lanes: Vec<Lane>,
-    /// Lanes that were empty when their first waiter came: served first.
-    /// Neither list is kept while the band has only the anonymous lane
-    /// (see [`FairBand::anonymous_only`]).
+    /// Lanes that were empty when their first waiter came: served first
+    /// (among the light lanes, or among the heavy ones). Neither list is
+    /// kept while the band has only the anonymous lane (see
+    /// [`FairBand::anonymous_only`]).
     fresh: VecDeque<u8>,
     /// The other lanes with waiters, in the order their turns come.
     turns: VecDeque<u8>,
     len: usize,
     weight: u64,
+    /// Dispatches in the window under way (counted with tenants only).
+    served: u32,
+    /// Whether a whole window has passed (until then the horizon is the
+    /// window under way).
+    rolled: bool,
+    /// Lanes with calls in this window or the previous one.
+    recent: u32,
+}
+
+/// Which list a lane's turn is kept in.
+#[derive(Debug, Clone, Copy)]
+enum List {
+    Fresh,
+    Turns,
 }
 
 impl FairBand {
@@ -90,6 +145,15 @@ impl FairBand {
         self.lanes.len()
     }
 
+    /// The lane `tenant` waits in (it has waited in this band).
+    #[cfg(all(test, not(shed_loom)))]
+    fn lane_for_test(&self, tenant: u64) -> usize {
+        (0..PROBES)
+            .map(|i| probe(tenant, i))
+            .find(|&l| self.lanes[l].owner == tenant)
+            .expect("the tenant waited here")
+    }
+
     /// The lane for a waiter of `tenant`: its own, a free one among its
     /// probes (claimed), or, when all of those are busy with other
     /// tenants, its first probe, shared.
@@ -111,10 +175,11 @@ impl FairBand {
         let mut free = None;
         for i in 0..PROBES {
             let lane = &self.lanes[probe(tenant, i)];
+            if lane.owner == tenant {
+                return probe(tenant, i);
+            }
             if lane.waiters.is_empty() {
                 free.get_or_insert(probe(tenant, i));
-            } else if lane.owner == tenant {
-                return probe(tenant, i);
             }
         }
         match free {
@@ -133,6 +198,13 @@ impl FairBand {
         self.len += 1;
         self.weight += waiter.weight;
         let anonymous_only = self.anonymous_only();
+        if !anonymous_only {
+            let lane = &mut self.lanes[lane];
+            lane.arrived = lane.arrived.saturating_add(1);
+            if lane.arrived == 1 && lane.before == 0 {
+                self.recent += 1;
+            }
+        }
         let waiters = &mut self.lanes[lane].waiters;
         if waiters.is_empty() && !anonymous_only {
             self.fresh.push_back(lane as u8);
@@ -148,15 +220,45 @@ impl FairBand {
         }
     }
 
-    /// The lane whose turn it is.
-    fn current(&self) -> Option<&Lane> {
-        if self.anonymous_only() {
-            return self.lanes.first();
+    /// Whether `lane`'s calls came at no more than [`SLACK`] times its
+    /// even part of the dispatches over the horizon.
+    fn is_light(&self, lane: &Lane) -> bool {
+        // Both sides scaled by WINDOW: the previous window counts for the
+        // part of it the window under way has not replaced yet.
+        let (w, served) = (u64::from(WINDOW), u64::from(self.served));
+        let demand = u64::from(lane.before) * (w - served) + u64::from(lane.arrived) * w;
+        let dispatched = if self.rolled { w * w } else { served * w };
+        SLACK.1 * demand * u64::from(self.recent) <= SLACK.0 * dispatched
+    }
+
+    /// The lane served next, and where its turn is kept: the first light
+    /// lane, fresh ones first; else the first fresh lane; else the lane
+    /// whose turn it is.
+    fn next(&self) -> Option<(List, usize)> {
+        let first = match (self.fresh.front(), self.turns.front()) {
+            (Some(_), _) => (List::Fresh, 0),
+            (None, Some(_)) => (List::Turns, 0),
+            (None, None) => return None,
+        };
+        // One lane waiting: no choice to make.
+        if self.fresh.len() + self.turns.len() == 1 {
+            return Some(first);
         }
-        self.fresh
-            .front()
-            .or(self.turns.front())
-            .map(|&l| &self.lanes[usize::from(l)])
+        let light = |&l: &u8| self.is_light(&self.lanes[usize::from(l)]);
+        if let Some(i) = self.fresh.iter().position(light) {
+            return Some((List::Fresh, i));
+        }
+        if let Some(i) = self.turns.iter().position(light) {
+            return Some((List::Turns, i));
+        }
+        Some(first)
+    }
+
+    fn list(&self, list: List) -> &VecDeque<u8> {
+        match list {
+            List::Fresh => &self.fresh,
+            List::Turns => &self.turns,
+        }
     }
 
     /// Every lane with waiters.
@@ -170,16 +272,23 @@ impl FairBand {
         )
     }
 
-    /// The waiter served next: from `end` of the lane whose turn it is.
+    /// The waiter served next: from `end` of the lane [`FairBand::next`]
+    /// picks.
     pub(crate) fn peek(&self, end: End) -> Option<&Arc<Waiter>> {
-        let waiters = &self.current()?.waiters;
+        let waiters = if self.anonymous_only() {
+            &self.lanes[ANONYMOUS].waiters
+        } else {
+            let (list, at) = self.next()?;
+            &self.lanes[usize::from(self.list(list)[at])].waiters
+        };
         match end {
             End::Front => waiters.front(),
             End::Back => waiters.back(),
         }
     }
 
-    /// Removes the waiter [`FairBand::peek`] shows; the lane's turn passes.
+    /// Removes the waiter [`FairBand::peek`] shows; the lane's turn passes
+    /// (it goes to the back of the turns, if it still has waiters).
     pub(crate) fn pop(&mut self, end: End) -> Option<Arc<Waiter>> {
         if self.anonymous_only() {
             let waiters = &mut self.lanes[ANONYMOUS].waiters;
@@ -190,24 +299,47 @@ impl FairBand {
             self.forget(&waiter);
             return Some(waiter);
         }
-        let list = if self.fresh.is_empty() {
-            &mut self.turns
-        } else {
-            &mut self.fresh
+        let (list, at) = self.next()?;
+        let list = match list {
+            List::Fresh => &mut self.fresh,
+            List::Turns => &mut self.turns,
         };
-        let lane = usize::from(*list.front()?);
+        let lane = usize::from(list[at]);
         let waiters = &mut self.lanes[lane].waiters;
         let waiter = match end {
             End::Front => waiters.pop_front(),
             End::Back => waiters.pop_back(),
         }?;
         let more = !waiters.is_empty();
-        list.pop_front();
+        if at == 0 {
+            list.pop_front();
+        } else {
+            list.remove(at);
+        }
         if more {
             self.turns.push_back(lane as u8);
         }
         self.forget(&waiter);
+        self.dispatched();
         Some(waiter)
+    }
+
+    /// Counts a dispatch; at the end of a window, the window under way
+    /// becomes the previous one. Without tenants there is no history.
+    fn dispatched(&mut self) {
+        if self.lanes.len() == 1 {
+            return;
+        }
+        self.served += 1;
+        if self.served == WINDOW {
+            self.served = 0;
+            self.rolled = true;
+            self.recent = 0;
+            for lane in &mut self.lanes {
+                lane.before = std::mem::take(&mut lane.arrived);
+                self.recent += u32::from(lane.before > 0);
+            }
+        }
     }
 
     /// How many waiters the band holds.
@@ -257,26 +389,29 @@ impl FairBand {
             .sum()
     }
 
-    /// The lane with the most waiters (the first in turn order on a tie).
-    fn longest(&self) -> Option<(usize, usize)> {
+    /// The lane to take a waiter from to make room: of the lanes with more
+    /// than `than` waiters, a heavy one before a light one (a light
+    /// tenant's burst is not the flood), then the one with most waiters
+    /// (the first in turn order on a tie).
+    fn victim(&self, than: usize) -> Option<usize> {
+        let tenants = self.lanes.len() > 1;
         self.active()
             .map(|l| (l, self.lanes[l].waiters.len()))
+            .filter(|&(_, len)| len > than)
             .rev()
-            .max_by_key(|&(_, len)| len)
+            .max_by_key(|&(l, len)| (tenants && !self.is_light(&self.lanes[l]), len))
+            .map(|(l, _)| l)
     }
 
     /// The weight that an arrival of `tenant` may evict from this band: the
-    /// newest waiter of the longest lane, if that lane is longer than the
-    /// arrival's own would be with it (so a flooding tenant's queue makes
-    /// room for others, never the other way round).
+    /// newest waiter of a lane longer than the arrival's own would be with
+    /// it, of a heavy one first ([`FairBand::victim`]), so a flooding
+    /// tenant's queue makes room for others, never the other way round.
     pub(crate) fn evictable_by(&self, tenant: Option<u64>) -> u64 {
         let own = self.len_of(tenant);
-        match self.longest() {
-            Some((lane, len)) if len > own + 1 => {
-                self.lanes[lane].waiters.back().map_or(0, |w| w.weight)
-            }
-            _ => 0,
-        }
+        self.victim(own + 1)
+            .and_then(|lane| self.lanes[lane].waiters.back())
+            .map_or(0, |w| w.weight)
     }
 
     /// How many waiters the lane a call of `tenant` would join holds now
@@ -291,11 +426,10 @@ impl FairBand {
         let mut free = false;
         for i in 0..PROBES {
             let lane = &self.lanes[probe(tenant, i)];
-            if lane.waiters.is_empty() {
-                free = true;
-            } else if lane.owner == tenant {
+            if lane.owner == tenant {
                 return lane.waiters.len();
             }
+            free |= lane.waiters.is_empty();
         }
         if free {
             0
@@ -305,24 +439,21 @@ impl FairBand {
     }
 
     /// Removes, to make room for `arrival` (already queued in this band),
-    /// the newest waiter of the longest lane if it is longer than the
-    /// arrival's.
+    /// the newest waiter of a lane longer than the arrival's, a heavy one
+    /// first.
     pub(crate) fn evict_for(&mut self, arrival: &Waiter) -> Option<Arc<Waiter>> {
         let own = self
             .lanes
             .get(arrival.tenant.lane())
             .map_or(0, |l| l.waiters.len());
-        let (lane, len) = self.longest()?;
-        if len <= own {
-            return None;
-        }
+        let lane = self.victim(own)?;
         self.pop_newest_of(lane)
     }
 
-    /// Removes the newest waiter of the longest lane (to make room for an
-    /// arrival of a band served before this one).
+    /// Removes the newest waiter of the heaviest lane, else the longest
+    /// (to make room for an arrival of a band served before this one).
     pub(crate) fn pop_newest(&mut self) -> Option<Arc<Waiter>> {
-        let (lane, _) = self.longest()?;
+        let lane = self.victim(0)?;
         self.pop_newest_of(lane)
     }
 
@@ -484,6 +615,100 @@ mod tests {
         assert_eq!((evicted.tenant.key, evicted.seq()), (Some(1), 4));
     }
 
+    /// A horizon of `dispatches`: the heavy tenant queues two calls for
+    /// each dispatch, the light one a call every tenth; one call is
+    /// served each time.
+    fn history(band: &mut FairBand, heavy: u64, light: u64, dispatches: u64) {
+        let start = Instant::now();
+        let mut seq = 0;
+        let mut push = |band: &mut FairBand, tenant| {
+            band.push(waiter(
+                Some(tenant),
+                start + Duration::from_micros(seq),
+                seq,
+            ));
+            seq += 1;
+        };
+        for i in 0..dispatches {
+            push(band, heavy);
+            push(band, heavy);
+            if i % 10 == 0 {
+                push(band, light);
+            }
+            band.pop(End::Front).expect("a waiter");
+        }
+    }
+
+    #[test]
+    fn a_light_lanes_burst_is_served_ahead_of_a_heavy_lane() {
+        let (heavy, light) = (7, 8);
+        let mut band = FairBand::default();
+        history(&mut band, heavy, light, 500);
+        // The light tenant sends a burst of three while the heavy one has
+        // a queue: over the horizon it sent a tenth of what was served,
+        // below its half, so all three go first. Turns alone would
+        // alternate (the first served as fresh, then one turn each).
+        let at = Instant::now() + Duration::from_secs(1);
+        for i in 0..3 {
+            band.push(waiter(Some(light), at, 10_000 + i));
+        }
+        let order: Vec<_> = (0..4)
+            .map(|_| band.pop(End::Front).unwrap().tenant.key)
+            .collect();
+        assert_eq!(order, [Some(light), Some(light), Some(light), Some(heavy)]);
+    }
+
+    #[test]
+    fn heavy_lanes_share_in_turns_and_a_lane_that_stops_flooding_is_light_again() {
+        let (a, b) = (7, 8);
+        let mut band = FairBand::default();
+        // Both flood: neither is light, so they take turns.
+        let start = Instant::now();
+        for i in 0..20 {
+            band.push(waiter(Some(a), start, 2 * i));
+            band.push(waiter(Some(b), start, 2 * i + 1));
+        }
+        for i in 0..u64::from(WINDOW) {
+            band.pop(End::Front).unwrap();
+            band.push(waiter(Some(a), start, 40 + 2 * i));
+            band.push(waiter(Some(b), start, 40 + 2 * i + 1));
+        }
+        let lane = |t| &band.lanes[band.lane_for_test(t)];
+        assert!(!band.is_light(lane(a)) && !band.is_light(lane(b)));
+        let order: Vec<_> = (0..4)
+            .map(|_| band.pop(End::Front).unwrap().tenant.key)
+            .collect();
+        assert!(
+            order == [Some(a), Some(b), Some(a), Some(b)]
+                || order == [Some(b), Some(a), Some(b), Some(a)]
+        );
+        // `a` stops; `b` floods on for two windows: `a`'s history is gone,
+        // and its next call is served first.
+        history(&mut band, b, b, u64::from(2 * WINDOW));
+        band.push(waiter(Some(a), start + Duration::from_secs(9), 1 << 40));
+        let lane = |t| &band.lanes[band.lane_for_test(t)];
+        assert!(band.is_light(lane(a)) && !band.is_light(lane(b)));
+        assert_eq!(band.pop(End::Front).unwrap().tenant.key, Some(a));
+    }
+
+    #[test]
+    fn a_heavy_lane_gives_way_before_a_longer_light_one() {
+        let (heavy, light) = (7, 8);
+        let mut band = FairBand::default();
+        history(&mut band, heavy, light, 500);
+        // Leave the heavy tenant two waiters, and the light one five.
+        while band.len_of(Some(heavy)) > 2 {
+            let lane = band.lane_for_test(heavy);
+            band.pop_newest_of(lane);
+        }
+        let at = Instant::now() + Duration::from_secs(1);
+        for i in 0..5 {
+            band.push(waiter(Some(light), at, 10_000 + i));
+        }
+        let evicted = band.pop_newest().unwrap();
+        assert_eq!(evicted.tenant.key, Some(heavy));
+    }
+
     /// Checks what every operation must keep: the turns are exactly the
     /// lanes with waiters, each lane is sorted, the counts add up.
     fn check(band: &FairBand) {
@@ -547,17 +772,30 @@ mod tests {
                         } else {
                             band.fresh.front().or(band.turns.front()).copied()
                         };
+                        let light: Vec<usize> = band
+                            .active()
+                            .filter(|&l| band.is_light(&band.lanes[l]))
+                            .collect();
                         let end = if front { End::Front } else { End::Back };
                         let shown = band.peek(end).cloned();
                         let popped = band.pop(end);
                         assert_eq!(shown.as_ref().map(Arc::as_ptr), popped.as_ref().map(Arc::as_ptr));
                         if let (Some(w), Some(turn)) = (popped, turn) {
                             queued.retain(|q| !Arc::ptr_eq(q, &w));
+                            // A light lane was served if there was one
+                            // (with more than one lane waiting), the first
+                            // in turn otherwise.
+                            let served = w.tenant.lane();
+                            if lanes_before > 1 && !light.is_empty() {
+                                assert_eq!(Some(&served), light.first());
+                            } else {
+                                assert_eq!(served, usize::from(turn));
+                            }
                             // The lane's turn passed: it is last now, or gone.
-                            if band.lanes[usize::from(turn)].waiters.is_empty() {
+                            if band.lanes[served].waiters.is_empty() {
                                 assert_eq!(band.active().count(), lanes_before - 1);
                             } else if !band.anonymous_only() {
-                                assert_eq!(band.turns.back(), Some(&turn));
+                                assert_eq!(band.turns.back(), Some(&(served as u8)));
                             }
                         }
                     }
