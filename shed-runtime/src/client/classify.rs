@@ -92,9 +92,10 @@ pub(crate) fn is_connection_refused(error: &(dyn Error + 'static)) -> bool {
     let mut current = Some(error);
     while let Some(e) = current {
         if let Some(io) = e.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return true;
-            }
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
         current = e.source();
     }
     false

@@ -72,9 +72,10 @@ pub(crate) fn set_timeout(
             .and_then(|v| v.to_str().ok())
             .and_then(crate::http::parse_grpc_timeout);
         if existing.is_none_or(|t| t > timeout)
-            && let Ok(value) = HeaderValue::from_str(&grpc_timeout(timeout)) {
-                headers.insert("grpc-timeout", value);
-            }
+            && let Ok(value) = HeaderValue::from_str(&grpc_timeout(timeout))
+        {
+            headers.insert("grpc-timeout", value);
+        }
     }
 }
 

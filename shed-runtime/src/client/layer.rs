@@ -347,10 +347,11 @@ impl ClientLayer {
                 None => None,
             };
             if let Some(throttle) = &self.throttle
-                && !throttle.admit() {
-                    self.count(&c.throttled, "shed_client_throttled_total");
-                    return last.unwrap_or_else(|| Err(LocalRefusal::Throttled.into()));
-                }
+                && !throttle.admit()
+            {
+                self.count(&c.throttled, "shed_client_throttled_total");
+                return last.unwrap_or_else(|| Err(LocalRefusal::Throttled.into()));
+            }
             let mut outgoing = request.clone();
             if let Some(timeout) = timeout {
                 headers::set_timeout(

@@ -83,11 +83,12 @@ impl Config {
     pub(super) fn own_problems(&self) -> Vec<Problem> {
         let mut problems = Vec::new();
         if let Some(capacity) = self.capacity
-            && (capacity == 0 || u64::from(capacity) > MAX_CAPACITY) {
-                problems.push(Problem::plain(format!(
-                    "capacity must be from 1 to {MAX_CAPACITY} slots, got {capacity}"
-                )));
-            }
+            && (capacity == 0 || u64::from(capacity) > MAX_CAPACITY)
+        {
+            problems.push(Problem::plain(format!(
+                "capacity must be from 1 to {MAX_CAPACITY} slots, got {capacity}"
+            )));
+        }
         let a = &self.auto;
         if a.min == 0 || a.min > a.max || u64::from(a.max) > MAX_CAPACITY {
             problems.push(Problem::plain(format!(

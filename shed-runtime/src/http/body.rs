@@ -247,10 +247,11 @@ where
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let mut this = self.project();
         if let Slots::Watched(w) = this.slots
-            && lock(&w.shared).cut {
-                *this.slots = Slots::Free;
-                return Poll::Ready(Some(Err(HoldExpired.into())));
-            }
+            && lock(&w.shared).cut
+        {
+            *this.slots = Slots::Free;
+            return Poll::Ready(Some(Err(HoldExpired.into())));
+        }
         let frame = this.inner.as_mut().poll_frame(cx);
         let ended = match &frame {
             Poll::Ready(None | Some(Err(_))) => true,

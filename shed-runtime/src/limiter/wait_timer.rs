@@ -86,11 +86,12 @@ thread_local! {
 pub(crate) fn new_waiter(call: Call, gives_up: Instant) -> Arc<Waiter> {
     #[cfg(not(shed_loom))]
     if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten()
-        && let Some(reused) = Arc::get_mut(&mut spare) {
-            reused.renew(call);
-            reused.timer.set(Some(super::Admission::timer(gives_up)));
-            return spare;
-        }
+        && let Some(reused) = Arc::get_mut(&mut spare)
+    {
+        reused.renew(call);
+        reused.timer.set(Some(super::Admission::timer(gives_up)));
+        return spare;
+    }
     let mut fresh = Waiter::of(call);
     fresh.timer.set(Some(super::Admission::timer(gives_up)));
     Arc::new(fresh)

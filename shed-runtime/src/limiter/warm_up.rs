@@ -152,9 +152,10 @@ impl WarmUp {
                 inner.core.set_capacity(ramp.reference);
             }
             if ramp.paused_auto
-                && let Some(auto) = &inner.auto {
-                    auto.enable();
-                }
+                && let Some(auto) = &inner.auto
+            {
+                auto.enable();
+            }
             *slot = None;
             self.fraction.store(1.0f64.to_bits(), Ordering::Relaxed);
             return false;

@@ -52,7 +52,7 @@ async fn serve_order(
     for task in tasks {
         task.await.unwrap();
     }
-    
+
     order.lock().unwrap().clone()
 }
 
