@@ -1,16 +1,9 @@
 //! Adaptive limits, hysteresis and queue discipline, proven in the lab on
 //! the paused clock.
 
-use std::path::PathBuf;
-
 use shed_lab::{run, PolicyKind, Report, Scenario};
 
-fn preset(name: &str) -> Scenario {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/scenarios")
-        .join(format!("{name}.toml"));
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
+use crate::preset;
 
 fn served(report: &Report, second: usize) -> f64 {
     report.timeline[second].served_in_time as f64

@@ -2,17 +2,10 @@
 //! slow replica, a lost one and a rolling restart, with and without
 //! shedding on the replicas (see BENCHMARKS.md, "The lab: a fleet").
 
-use std::path::PathBuf;
-
 use shed_lab::fleet::{self, BalancerKind, FleetReport, Weights};
 use shed_lab::{PolicyKind, Scenario};
 
-fn preset(name: &str) -> Scenario {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/scenarios")
-        .join(format!("{name}.toml"));
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
+use crate::preset;
 
 /// `scenario` with this balancer and retry setting.
 fn with(scenario: &Scenario, balancer: BalancerKind, retry: bool) -> Scenario {

@@ -3,9 +3,21 @@
 //! its module path, for example `cargo test -p shed-lab --test lab
 //! tenants::`.
 
+use std::path::PathBuf;
+
+use shed_lab::Scenario;
+
 mod adaptive;
 mod defaults;
 mod fleet;
 mod presets;
 mod retries;
 mod tenants;
+
+/// A preset scenario of `examples/scenarios/`, by file name.
+fn preset(name: &str) -> Scenario {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/scenarios")
+        .join(format!("{name}.toml"));
+    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}

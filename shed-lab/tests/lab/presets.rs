@@ -5,12 +5,7 @@ use std::path::PathBuf;
 
 use shed_lab::{run, PolicyKind, Report, Scenario};
 
-fn preset(name: &str) -> Scenario {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/scenarios")
-        .join(format!("{name}.toml"));
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
+use crate::preset;
 
 fn share_of_capacity(report: &Report) -> f64 {
     report.total.goodput_rps / report.capacity_rps

@@ -3,17 +3,10 @@
 //! clients recover from while immediate retries into an unshed queue do
 //! not (`examples/scenarios/{seed-retries,metastable}.toml`).
 
-use std::path::PathBuf;
-
 use shed_lab::retries::{ClientPolicy, ClientReport, ClientSecond};
 use shed_lab::{run, PolicyKind, Scenario};
 
-fn preset(name: &str) -> Scenario {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/scenarios")
-        .join(format!("{name}.toml"));
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
+use crate::preset;
 
 fn with_clients(scenario: &Scenario, policy: ClientPolicy) -> Scenario {
     let mut variant = scenario.clone();

@@ -2,17 +2,10 @@
 //! cohorts against reject-when-full and against shed without tenant keys,
 //! on the same traffic (see BENCHMARKS.md, "Tenants").
 
-use std::path::PathBuf;
-
 use shed_lab::tenants::{self, GroupCounts, TenantsReport};
 use shed_lab::{PolicyKind, Report, Scenario};
 
-fn preset(name: &str) -> Scenario {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/scenarios")
-        .join(format!("{name}.toml"));
-    Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"))
-}
+use crate::preset;
 
 /// reject-when-full, shed, and shed without keys, on the same traffic.
 fn compare(scenario: &Scenario) -> [Report; 3] {

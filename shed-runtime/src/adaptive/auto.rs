@@ -26,6 +26,14 @@ const HORIZON: usize = 10;
 /// Consecutive windows of queueing after which the no-load latency is
 /// taken for stale.
 const STALE_WINDOWS: u32 = 5;
+/// How far Little's latency (limit over throughput) may exceed the
+/// calls' own mean latency before the window counts as partly idle. While
+/// the limit binds throughout, the two agree within the bias of a short
+/// window (its first completions are the short calls: about 2x at most for
+/// exponential service times).
+const IDLE_BEFORE: f64 = 4.0;
+/// The shortest window that can count as partly idle, in seconds.
+const IDLE_WINDOW: f64 = 1.0;
 
 /// The default adaptive limit: finds the concurrency a service sustains
 /// from what its completions show, with no latency target to pick.
@@ -205,7 +213,37 @@ impl Auto {
         let latency = w.avg_latency.as_secs_f64().max(1e-9);
         let rate = w.throughput();
         let binds = w.limit_binds();
-        self.rates.push(rate);
+        // A window that binds, that lasted far longer than its calls, and
+        // whose calls would have filled the limit for less than a quarter
+        // of it, was idle before the load came (a window closes at its
+        // first calls, however long it waited for them): its throughput
+        // counts the idle time. A service idle for minutes after its start
+        // reads as a few calls a minute, and Little's law then gives a
+        // "latency" of seconds, which sets the windows' length and the
+        // budgets. Its latency is the calls' own; its throughput says
+        // nothing, so nothing is judged by it. (The length matters: the
+        // first windows of a cold start hold a few calls, the short ones
+        // first, whose mean is far below Little's latency too.)
+        let idle_before = binds
+            && rate > 0.0
+            && w.elapsed.as_secs_f64() >= (10.0 * latency).max(IDLE_WINDOW)
+            && w.limit / rate > IDLE_BEFORE * latency;
+        if idle_before && w.probe {
+            // Nothing to judge the probe by: back to the limit it left.
+            return self.before_probe.take().unwrap_or(w.limit);
+        }
+        if idle_before && self.startup {
+            // The next window, bound throughout, is judged afresh.
+            self.startup_last = None;
+            self.startup_stalls = 0;
+            return w.limit;
+        }
+        // From here on, `rate_binds`: the limit bound, and the window's
+        // throughput is the service's.
+        let rate_binds = binds && !idle_before;
+        if !idle_before {
+            self.rates.push(rate);
+        }
         // The no-load latency only comes down here, a little at a time
         // (one window's mean is noisy); it goes up only when it is shown to
         // be stale (below).
@@ -230,8 +268,8 @@ impl Auto {
         let bdp = self.bandwidth_delay().unwrap_or(w.limit);
         let queueing = latency > self.tolerance * no_load;
         // The usual throughput before this window.
-        let usual_rate = self.binding_rate.filter(|_| binds && !self.startup);
-        if let Some(usual) = self.binding_rate.filter(|_| binds) {
+        let usual_rate = self.binding_rate.filter(|_| rate_binds && !self.startup);
+        if let Some(usual) = self.binding_rate.filter(|_| rate_binds) {
             // The service got much faster (a recovery): the no-load
             // latency is stale, and only a window well below the current
             // limit shows the new one. Probe at half the limit next.
@@ -239,7 +277,7 @@ impl Auto {
                 self.deep_probe = true;
             }
         }
-        if binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
+        if rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
             self.binding_rate = Some(match self.binding_rate {
                 Some(r) => r + (rate - r) * 0.3,
                 None => rate,
@@ -299,7 +337,7 @@ impl Auto {
             return w.limit;
         }
         let fell = queueing
-            && binds
+            && rate_binds
             && w.completed >= MIN_SAMPLES / 2
             && usual_rate.is_some_and(|usual| rate < SLOWER * usual);
         if !fell {
@@ -593,6 +631,26 @@ mod tests {
                 "stays near the pool: {limits:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_first_window_that_waited_a_minute_for_its_calls_teaches_nothing() {
+        let mut auto = Auto::default();
+        // Idle for a minute after the start, then overloaded: the window
+        // that closes at the load's first calls spans the minute, so its
+        // throughput is a few calls a minute while its calls took 10 ms.
+        let idle_then_busy = Window {
+            elapsed: Duration::from_secs(60),
+            ..window(10.0, 2.0, 3, true)
+        };
+        assert_eq!(auto.next_limit(&idle_then_busy), 2.0, "held");
+        assert_eq!(auto.no_load_latency(), None, "not Little's 40 s");
+        // The windows after it are the service's: the startup goes on from
+        // there and finds the pool as from a cold start.
+        let limits = drive(&mut auto, 2.0, 40, |l| pool(100.0, l));
+        let found = limits.iter().position(|&l| l >= 100.0).unwrap();
+        assert!(found <= 7, "doubling from 2: {limits:?}");
+        assert!(auto.no_load_latency().unwrap() < Duration::from_millis(20));
     }
 
     #[test]
