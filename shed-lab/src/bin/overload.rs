@@ -42,10 +42,7 @@ fn main() -> ExitCode {
     if let Some(seeds) = args.seeds.clone() {
         let rows = shed_lab::seeds::across_seeds(&scenario, &args.factors, seeds.clone());
         if args.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&rows).expect("rows serialise")
-            );
+            print_json(&rows);
         } else {
             println!(
                 "{}: the shed policy against the better anchor, seeds {}..{}\n",
@@ -62,10 +59,7 @@ fn main() -> ExitCode {
             .flat_map(|&f| shed_lab::compare_algorithms(&scenario, f))
             .collect();
         if args.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&reports).expect("reports serialise")
-            );
+            print_json(&reports);
         } else {
             println!(
                 "{}: adaptive algorithms under the shed policy\n",
@@ -87,10 +81,7 @@ fn main() -> ExitCode {
             })
             .collect();
         if args.json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&reports).expect("reports serialise")
-            );
+            print_json(&reports);
         } else {
             println!("{}: server policy x client retry policy\n", scenario.name);
             print!("{}", shed_lab::retries::table(&reports));
@@ -146,10 +137,7 @@ fn fleet(scenario: &Scenario, args: &shed_lab::cli::Args) -> ExitCode {
         .flat_map(|&f| shed_lab::fleet::compare(scenario, &args.policies, f))
         .collect();
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&reports).expect("reports serialise")
-        );
+        print_json(&reports);
     } else {
         let fleet = scenario.fleet.as_ref().expect("a fleet");
         let offered: f64 = scenario.traffic.iter().map(|t| t.rps).sum();
@@ -176,10 +164,7 @@ fn tenants(scenario: &Scenario, args: &shed_lab::cli::Args) -> ExitCode {
         .flat_map(|&f| shed_lab::tenants::compare(scenario, &args.policies, f))
         .collect();
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&reports).expect("reports serialise")
-        );
+        print_json(&reports);
     } else {
         let offered: f64 = scenario.traffic.iter().map(|t| t.rps).sum();
         println!(
@@ -195,4 +180,12 @@ fn tenants(scenario: &Scenario, args: &shed_lab::cli::Args) -> ExitCode {
         print!("{}", shed_lab::tenants::table(&reports));
     }
     ExitCode::SUCCESS
+}
+
+/// Prints `value` as the `--json` output.
+fn print_json(value: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("reports serialise")
+    );
 }
