@@ -32,7 +32,10 @@ use tokio::time::Instant;
 
 use crate::Limiter;
 
-/// One report of an instance's load. See the [module docs](self).
+/// One report of an instance's load, made by a [`LoadReporter`], in the
+/// formats balancers read: ORCA ([`LoadReport::orca_text`],
+/// [`LoadReport::orca_json`], [`LoadReport::orca_proto`]) and HAProxy's
+/// agent check ([`LoadReport::agent_check_reply`]).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct LoadReport {

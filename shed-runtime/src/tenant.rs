@@ -16,7 +16,7 @@ use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-/// Runs `future` as calls of tenant `key`: see the [module docs](self).
+/// Runs `future` as calls of tenant `key`: see [`Tenant`].
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {

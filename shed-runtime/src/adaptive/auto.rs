@@ -65,6 +65,12 @@ const IDLE_WINDOW: f64 = 1.0;
 ///   stays. Either way its latency refreshes the no-queue latency, which
 ///   sustained overload would otherwise never show.
 ///
+/// - **Idle before the load.** A window that binds, lasted at least 1 s
+///   and ten times its calls' latency, and whose calls would have filled
+///   the limit for less than a quarter of it, began before the load came
+///   (a window closes at its first calls): its throughput, which counts
+///   the idle time, is not judged (the limit holds), its latency is.
+///
 /// Both filters span the last ten windows; latency that reads as a queue
 /// for five windows in a row, without the throughput's fall, is taken for
 /// the new no-load latency.
