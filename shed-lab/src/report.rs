@@ -95,10 +95,7 @@ const CONVERGENCE_TICKS: usize = 5;
 
 /// When, in each phase, the calls served in time (by tick of arrival)
 /// first reached [`CONVERGED`] of the ideal over [`CONVERGENCE_TICKS`].
-pub(crate) fn phase_reports(
-    phases: &[crate::scenario::Phase],
-    per_tick: &[u64],
-) -> Vec<PhaseReport> {
+pub fn phase_reports(phases: &[crate::scenario::Phase], per_tick: &[u64]) -> Vec<PhaseReport> {
     let tick_s = TICK.as_secs_f64();
     phases
         .iter()
@@ -141,9 +138,9 @@ pub(crate) const TICK: Duration = Duration::from_millis(100);
 
 /// Tallies a run as it goes.
 #[derive(Debug, Default)]
-pub(crate) struct Tally {
+pub struct Tally {
     /// Served in time, by the [`TICK`] of arrival.
-    pub(crate) per_tick: Vec<u64>,
+    pub per_tick: Vec<u64>,
     offered: u64,
     retries: u64,
     late: u64,
@@ -152,7 +149,8 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
-    pub(crate) fn offer(&mut self, retry: bool) {
+    /// Counts a call offered; `retry` when it is a retry of an earlier one.
+    pub fn offer(&mut self, retry: bool) {
         self.offered += 1;
         if retry {
             self.retries += 1;
@@ -160,7 +158,8 @@ impl Tally {
     }
 
     /// A call that arrived `arrival` into the window was served.
-    pub(crate) fn served(&mut self, latency: Duration, in_time: bool, arrival: Duration) {
+    /// Counts a call served after `latency`, in time or late, by its `arrival`'s tick.
+    pub fn served(&mut self, latency: Duration, in_time: bool, arrival: Duration) {
         if in_time {
             let tick = (arrival.as_nanos() / TICK.as_nanos()) as usize;
             if self.per_tick.len() <= tick {
@@ -173,11 +172,13 @@ impl Tally {
         }
     }
 
-    pub(crate) fn shed(&mut self, reason: &str) {
+    /// Counts a call refused, by `reason`.
+    pub fn shed(&mut self, reason: &str) {
         *self.shed.entry(reason.to_string()).or_default() += 1;
     }
 
-    pub(crate) fn merge(tallies: &[&Tally]) -> Tally {
+    /// The sum of several tallies (a fleet's replicas).
+    pub fn merge(tallies: &[&Tally]) -> Tally {
         let mut all = Tally::default();
         for t in tallies {
             all.offered += t.offered;
@@ -197,7 +198,8 @@ impl Tally {
         all
     }
 
-    pub(crate) fn counts(&self, seconds: f64) -> Counts {
+    /// The totals over a run of `seconds`.
+    pub fn counts(&self, seconds: f64) -> Counts {
         let mut sorted = self.latencies_us.clone();
         sorted.sort_unstable();
         let served = sorted.len() as u64;
@@ -361,68 +363,4 @@ pub fn class_table(report: &Report) -> String {
         ));
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scenario::Phase;
-
-    #[test]
-    fn a_phase_converges_when_half_a_second_serves_ninety_percent_of_its_ideal() {
-        let phases = [
-            Phase {
-                start_s: 0.0,
-                end_s: 1.0,
-                ideal_rps: 100.0,
-            },
-            Phase {
-                start_s: 1.0,
-                end_s: 2.0,
-                ideal_rps: 100.0,
-            },
-        ];
-        // 10 a tick (100 rps) in the first phase; in the second, 2 a tick
-        // for 0.3 s, then 10.
-        let mut per_tick = vec![10; 10];
-        per_tick.extend([2, 2, 2, 10, 10, 10, 10, 10, 10, 10]);
-        let reports = phase_reports(&phases, &per_tick);
-        assert_eq!(reports[0].converged_after_s, Some(0.0));
-        // From 1.1 s: 2 + 2 + 10 + 10 + 10 = 34 of the 45 needed; from
-        // 1.3 s: 50.
-        assert_eq!(reports[1].converged_after_s, Some(0.3));
-        let starved = phase_reports(&phases[..1], &[8; 10]);
-        assert_eq!(starved[0].converged_after_s, None, "80% is not converged");
-    }
-
-    #[test]
-    fn counts_add_up_and_percentiles_use_nearest_rank() {
-        let mut t = Tally::default();
-        for i in 1..=100u64 {
-            t.offer(i > 95);
-            if i <= 90 {
-                t.served(Duration::from_millis(i), true, Duration::ZERO);
-            } else if i <= 93 {
-                t.served(Duration::from_millis(300), false, Duration::ZERO);
-            } else if i <= 98 {
-                t.shed("max_wait");
-            }
-        }
-        let c = t.counts(2.0);
-        assert_eq!(
-            (
-                c.offered,
-                c.served_in_time,
-                c.late,
-                c.shed,
-                c.unfinished,
-                c.retries
-            ),
-            (100, 90, 3, 5, 2, 5)
-        );
-        assert_eq!(c.goodput_rps, 45.0);
-        assert_eq!(c.p50_ms, 45.0);
-        assert_eq!(c.p99_ms, 90.0);
-        assert_eq!(c.shed_by_reason["max_wait"], 5);
-    }
 }

@@ -115,7 +115,7 @@ pub enum Distribution {
 
 impl TenantsConfig {
     /// What is wrong with the table.
-    pub(crate) fn problems(&self) -> Vec<String> {
+    pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.groups.is_empty() {
             problems.push("`[tenants]` needs at least one `[[tenants.group]]`".into());
@@ -160,14 +160,14 @@ impl TenantsConfig {
     }
 
     /// The limiter's tiers, if any.
-    pub(crate) fn tiers(&self) -> Option<shed::Tiers> {
+    pub fn tiers(&self) -> Option<shed::Tiers> {
         (!self.tiers.is_empty()).then(|| shed::Tiers::new(self.tiers.clone()))
     }
 }
 
 /// Holds the `[[tenants.admit]]` classes back on `limiter`, each at its
 /// time from `start`.
-pub(crate) fn hold_back(config: &TenantsConfig, limiter: &shed::Limiter, start: Instant) {
+pub fn hold_back(config: &TenantsConfig, limiter: &shed::Limiter, start: Instant) {
     for admit in config.admits.clone() {
         let limiter = limiter.clone();
         tokio::task::spawn_local(async move {
@@ -189,7 +189,7 @@ struct Calls {
 }
 
 /// The tenants of a run: who each call is, and what each tenant got.
-pub(crate) struct Tenants {
+pub struct Tenants {
     config: TenantsConfig,
     /// Every tenant, group after group.
     tenants: Vec<Tenant>,
@@ -205,7 +205,8 @@ pub(crate) struct Tenants {
 }
 
 impl Tenants {
-    pub(crate) fn new(config: &TenantsConfig) -> Self {
+    /// The tenants `config` describes, in group order, with nothing counted yet.
+    pub fn new(config: &TenantsConfig) -> Self {
         let mut tenants = Vec::new();
         let mut first = Vec::new();
         let mut group_cdf = Vec::new();
@@ -248,7 +249,7 @@ impl Tenants {
     }
 
     /// The tenant of the next call, drawn from `rng`.
-    pub(crate) fn draw(&self, rng: &mut fastrand::Rng) -> usize {
+    pub fn draw(&self, rng: &mut fastrand::Rng) -> usize {
         let pick = |cdf: &[f64], u: f64| {
             let x = u * cdf.last().copied().unwrap_or(0.0);
             cdf.partition_point(|&c| c <= x).min(cdf.len() - 1)
@@ -261,17 +262,33 @@ impl Tenants {
         };
         self.first[group] + rank
     }
+    /// How many tenants the run has.
+    pub fn len(&self) -> usize {
+        self.tenants.len()
+    }
+
+    /// Whether the run has no tenants.
+    pub fn is_empty(&self) -> bool {
+        self.tenants.is_empty()
+    }
+
+    /// The `i`th tenant, whether or not its calls carry its key.
+    pub fn tenant(&self, i: usize) -> &Tenant {
+        &self.tenants[i]
+    }
 
     /// The key a call of tenant `i` carries to the limiter, if any.
-    pub(crate) fn key(&self, i: usize) -> Option<&Tenant> {
+    pub fn key(&self, i: usize) -> Option<&Tenant> {
         self.config.keys.then(|| &self.tenants[i])
     }
 
-    pub(crate) fn offer(&self, i: usize) {
+    /// Counts a call of tenant `i` offered.
+    pub fn offer(&self, i: usize) {
         self.calls.borrow_mut()[i].offered += 1;
     }
 
-    pub(crate) fn served(&self, i: usize, in_time: bool) {
+    /// Counts a call of tenant `i` served, in time or late.
+    pub fn served(&self, i: usize, in_time: bool) {
         let calls = &mut self.calls.borrow_mut()[i];
         if in_time {
             calls.in_time += 1;
@@ -280,7 +297,8 @@ impl Tenants {
         }
     }
 
-    pub(crate) fn shed(&self, i: usize, reason: &str) {
+    /// Counts a call of tenant `i` refused, and by what (`reason`).
+    pub fn shed(&self, i: usize, reason: &str) {
         self.calls.borrow_mut()[i].shed += 1;
         let group = self.first.partition_point(|&f| f <= i) - 1;
         *self.refusals.borrow_mut()[group]
@@ -290,7 +308,7 @@ impl Tenants {
 
     /// What each group got, and how fairly the calls served in time were
     /// spread over the tenants.
-    pub(crate) fn report(&self) -> TenantsReport {
+    pub fn report(&self) -> TenantsReport {
         let calls = self.calls.borrow();
         let offered: Vec<u64> = calls.iter().map(|c| c.offered).collect();
         let served: u64 = calls.iter().map(|c| c.in_time).sum();
@@ -506,65 +524,4 @@ pub fn table(reports: &[Report]) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn water_filling_gives_light_tenants_all_and_shares_the_rest() {
-        // 9 tenants offer 10 each, one offers 100; 100 were served.
-        let mut offered = vec![10; 9];
-        offered.push(100);
-        let fair = max_min_fair(&offered, 100);
-        assert_eq!(fair[..9], [10.0; 9]);
-        assert_eq!(fair[9], 10.0);
-        // 190 served: the light ones are whole, the heavy one has the rest.
-        assert_eq!(max_min_fair(&offered, 190)[9], 100.0);
-        assert_eq!(max_min_fair(&[0, 4], 2), vec![0.0, 2.0]);
-    }
-
-    #[test]
-    fn jain_is_one_when_equal_and_one_over_n_when_one_has_all() {
-        assert_eq!(jain(&[0.5; 4]), 1.0);
-        assert_eq!(jain(&[1.0, 0.0, 0.0, 0.0]), 0.25);
-    }
-
-    #[test]
-    fn draws_follow_the_groups_loads_and_zipf_ranks() {
-        let config: TenantsConfig = toml::from_str(
-            r#"
-            [[group]]
-            name = "quiet"
-            count = 9
-            [[group]]
-            name = "noisy"
-            count = 1
-            load = 9
-            [[group]]
-            name = "zipf"
-            count = 1000
-            load = 0.018
-            distribution = "zipf"
-            "#,
-        )
-        .unwrap();
-        let tenants = Tenants::new(&config);
-        let mut rng = fastrand::Rng::with_seed(1);
-        let mut hits = vec![0u32; tenants.tenants.len()];
-        for _ in 0..100_000 {
-            hits[tenants.draw(&mut rng)] += 1;
-        }
-        let (quiet, noisy) = (hits[..9].iter().sum::<u32>(), hits[9]);
-        assert!((noisy as f64 / quiet as f64 - 1.0).abs() < 0.05);
-        // Zipf: rank 1 about twice rank 2, ten times rank 10.
-        let zipf = &hits[10..];
-        assert!(
-            zipf[0] > zipf[1] * 3 / 2 && zipf[0] > zipf[9] * 6,
-            "{:?}",
-            &zipf[..10]
-        );
-        assert_eq!(tenants.tenants[9].name(), "noisy-0");
-    }
 }

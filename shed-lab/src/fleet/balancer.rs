@@ -26,7 +26,7 @@ struct Backend {
 
 /// The balancer. See the [module docs](self).
 #[derive(Debug)]
-pub(crate) struct Balancer {
+pub struct Balancer {
     kind: BalancerKind,
     weights: Weights,
     /// Whether readiness takes replicas out of the rotation.
@@ -38,7 +38,8 @@ pub(crate) struct Balancer {
 }
 
 impl Balancer {
-    pub(crate) fn new(
+    /// A balancer of `kind` over `replicas` replicas, all healthy, none weighted yet.
+    pub fn new(
         kind: BalancerKind,
         weights: Weights,
         readiness: bool,
@@ -62,12 +63,17 @@ impl Balancer {
             rng: RefCell::new(fastrand::Rng::with_seed(seed)),
         }
     }
+    /// Sets the weight held for `replica`, as a reading would: `None` is
+    /// "no weight known" (the replica gets the mean of the others).
+    pub fn set_weight(&self, replica: usize, weight: Option<f64>) {
+        self.backends[replica].weight.set(weight);
+    }
 
     /// Picks a replica for a request, never `exclude` (the one that just
     /// refused it). Replicas that are healthy, ready and not drained come
     /// first; if there are none, any healthy one (as Envoy's panic mode
     /// does rather than refuse everything). `None` when none is healthy.
-    pub(crate) fn pick(&self, exclude: Option<usize>) -> Option<usize> {
+    pub fn pick(&self, exclude: Option<usize>) -> Option<usize> {
         let allowed = |i: usize| Some(i) != exclude && self.backends[i].healthy.get();
         let mut candidates: Vec<usize> = (0..self.backends.len())
             .filter(|&i| allowed(i) && self.in_rotation(i))
@@ -155,19 +161,19 @@ impl Balancer {
     }
 
     /// A request is on its way to replica `i`.
-    pub(crate) fn sent(&self, i: usize) {
+    pub fn sent(&self, i: usize) {
         let b = &self.backends[i];
         b.outstanding.set(b.outstanding.get() + 1);
     }
 
     /// Replica `i` answered a request (or failed it).
-    pub(crate) fn answered(&self, i: usize) {
+    pub fn answered(&self, i: usize) {
         let b = &self.backends[i];
         b.outstanding.set(b.outstanding.get() - 1);
     }
 
     /// The health check's verdict on replica `i` changed.
-    pub(crate) fn set_healthy(&self, i: usize, healthy: bool) {
+    pub fn set_healthy(&self, i: usize, healthy: bool) {
         let b = &self.backends[i];
         if healthy && !b.healthy.get() {
             // A new process: what was known of the old one is stale.
@@ -180,7 +186,7 @@ impl Balancer {
 
     /// Applies what was read from replica `i` at a refresh: its readiness,
     /// and its weight from its load report in the configured format.
-    pub(crate) fn apply(&self, i: usize, reading: &Reading) {
+    pub fn apply(&self, i: usize, reading: &Reading) {
         let b = &self.backends[i];
         b.ready.set(reading.ready);
         if self.kind != BalancerKind::Weighted {
@@ -204,7 +210,7 @@ impl Balancer {
 /// eps / rps_fractional × penalty)`, penalty 1 (Envoy's default). `None`
 /// when the report cannot weigh it (no requests, or no utilization), like
 /// an endpoint without a report.
-pub(crate) fn orca_weight(header: &str) -> Option<f64> {
+pub fn orca_weight(header: &str) -> Option<f64> {
     let fields = header.strip_prefix("TEXT ")?;
     let field = |name: &str| {
         fields
@@ -224,7 +230,7 @@ pub(crate) fn orca_weight(header: &str) -> Option<f64> {
 
 /// The weight HAProxy takes from an agent-check reply: `up NN%` gives
 /// NN, `drain` gives 0 (no new requests).
-pub(crate) fn agent_check_weight(reply: &str) -> Option<f64> {
+pub fn agent_check_weight(reply: &str) -> Option<f64> {
     let reply = reply.trim();
     if reply == "drain" {
         return Some(0.0);
@@ -233,80 +239,4 @@ pub(crate) fn agent_check_weight(reply: &str) -> Option<f64> {
         .split([' ', ','])
         .find_map(|word| word.strip_suffix('%'))
         .and_then(|n| n.parse::<f64>().ok())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn orca_weights_are_throughput_per_utilization_less_errors() {
-        let header = "TEXT application_utilization=0.5,rps_fractional=400,eps=0,\
-                      named_metrics.shed_occupancy=0.5";
-        assert_eq!(orca_weight(header), Some(800.0));
-        let refusing = "TEXT application_utilization=2,rps_fractional=100,eps=100";
-        assert_eq!(orca_weight(refusing), Some(100.0 / 3.0));
-        assert_eq!(
-            orca_weight("TEXT application_utilization=0,rps_fractional=0,eps=0"),
-            None
-        );
-    }
-
-    #[test]
-    fn agent_check_weights_are_the_percentage_and_drain_is_zero() {
-        assert_eq!(agent_check_weight("up 40%\n"), Some(40.0));
-        assert_eq!(agent_check_weight("drain\n"), Some(0.0));
-        assert_eq!(agent_check_weight("up\n"), None);
-    }
-
-    #[test]
-    fn smooth_weighted_round_robin_follows_the_weights_evenly() {
-        let balancer = Balancer::new(BalancerKind::Weighted, Weights::Orca, false, 3, 1);
-        balancer.backends[0].weight.set(Some(3.0));
-        balancer.backends[1].weight.set(Some(1.0));
-        // Replica 2 has no weight: it gets the mean, 2.
-        let picks: Vec<usize> = (0..12).map(|_| balancer.pick(None).unwrap()).collect();
-        let count = |r| picks.iter().filter(|&&p| p == r).count();
-        assert_eq!((count(0), count(1), count(2)), (6, 2, 4));
-        assert!(
-            picks.windows(3).all(|w| !(w[0] == w[1] && w[1] == w[2])),
-            "spread out: {picks:?}"
-        );
-    }
-
-    #[test]
-    fn least_outstanding_and_p2c_avoid_the_busy_replica() {
-        for kind in [BalancerKind::LeastOutstanding, BalancerKind::P2c] {
-            let balancer = Balancer::new(kind, Weights::Orca, false, 2, 7);
-            for _ in 0..5 {
-                balancer.sent(0);
-            }
-            let to_busy = (0..20).filter(|_| balancer.pick(None) == Some(0)).count();
-            assert!(
-                to_busy <= 8,
-                "{kind:?} sent {to_busy} of 20 to the busy one"
-            );
-            assert_eq!(balancer.pick(Some(1)), Some(0), "a retry goes elsewhere");
-        }
-    }
-
-    #[test]
-    fn unhealthy_replicas_get_nothing_and_not_ready_ones_only_in_panic() {
-        let balancer = Balancer::new(BalancerKind::RoundRobin, Weights::Orca, true, 2, 1);
-        balancer.set_healthy(0, false);
-        assert!((0..4).all(|_| balancer.pick(None) == Some(1)));
-        assert_eq!(balancer.pick(Some(1)), None);
-        balancer.set_healthy(0, true);
-        let not_ready = Reading {
-            report: None,
-            ready: false,
-        };
-        balancer.apply(1, &not_ready);
-        assert!((0..4).all(|_| balancer.pick(None) == Some(0)));
-        balancer.apply(0, &not_ready);
-        assert!(
-            balancer.pick(None).is_some(),
-            "all not ready: any healthy one"
-        );
-    }
 }

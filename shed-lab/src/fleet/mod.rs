@@ -11,9 +11,9 @@
 //! goodput is measured against the capacity of the replicas actually
 //! present.
 
-mod balancer;
+pub mod balancer;
 pub mod config;
-mod replica;
+pub mod replica;
 pub mod report;
 
 use std::cell::{Cell, RefCell};

@@ -82,11 +82,11 @@ impl Process {
 
 /// What the balancer can read from a replica at a refresh.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Reading {
+pub struct Reading {
     /// Its load report, if it makes them (`shed` only).
-    pub(crate) report: Option<shed::LoadReport>,
+    pub report: Option<shed::LoadReport>,
     /// Its readiness check.
-    pub(crate) ready: bool,
+    pub ready: bool,
 }
 
 /// A replica: the process running now, if any, and what slows it.

@@ -13,6 +13,9 @@ mod fleet;
 mod presets;
 mod retries;
 mod tenants;
+/// The tests of the lab's own modules, one file each (as unit tests they
+/// made `cargo test` compile the whole lab a second time).
+mod units;
 
 /// A preset scenario of `examples/scenarios/`, by file name.
 fn preset(name: &str) -> Scenario {

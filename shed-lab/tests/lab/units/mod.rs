@@ -1,0 +1,10 @@
+mod algorithm;
+mod cli;
+mod fleet_balancer;
+mod fleet_config;
+mod grid;
+mod report;
+mod retries;
+mod scenario;
+mod seeds;
+mod tenants;

@@ -1,0 +1,92 @@
+use std::time::Duration;
+
+use shed_lab::scenario::*;
+
+const MINIMAL: &str = r#"
+    name = "t"
+    seconds = 1
+    [limiter]
+    capacity = 4
+    [[traffic]]
+    rps = 100
+    service = "10ms"
+    timeout = "100ms"
+"#;
+
+#[test]
+fn phases_follow_the_events_and_cap_the_ideal_at_the_slots_time() {
+    let text = format!(
+        "{MINIMAL}
+        [[event]]
+        at = \"0.4s\"
+        service_factor = 8.0
+        [[event]]
+        at = \"0.4s\"
+        rps = 200
+        [[event]]
+        at = \"0.7s\"
+        service_factor = 1.0"
+    );
+    let s = Scenario::from_toml(&text, "t.toml").unwrap();
+    let phases = s.phases(1.0);
+    let bounds: Vec<(f64, f64)> = phases.iter().map(|p| (p.start_s, p.end_s)).collect();
+    assert_eq!(bounds, [(0.0, 0.4), (0.4, 0.7), (0.7, 1.0)]);
+    // 100 rps of 10 ms on 4 slots: all of it. Then 200 rps of 80 ms:
+    // 16 slot-seconds asked of 4, a quarter. Then 200 rps of 10 ms.
+    let ideal: Vec<f64> = phases.iter().map(|p| p.ideal_rps).collect();
+    assert_eq!(ideal, [100.0, 50.0, 200.0]);
+    assert_eq!(
+        s.phases(2.0)[0].ideal_rps,
+        200.0,
+        "the factor scales the rates"
+    );
+}
+
+#[test]
+fn a_minimal_scenario_has_sane_defaults() {
+    let s = Scenario::from_toml(MINIMAL, "t.toml").unwrap();
+    assert_eq!(s.traffic[0].class, "critical");
+    assert_eq!(s.traffic[0].weight, 1);
+    assert_eq!(s.traffic[0].arrivals, Arrivals::Poisson);
+    assert!((s.capacity_rps() - 400.0).abs() < 1e-9);
+}
+
+#[test]
+fn errors_name_the_file_the_key_and_what_was_expected() {
+    let unknown_key = MINIMAL.replace("rps = 100", "rps = 100\n        burst = 3");
+    let e = Scenario::from_toml(&unknown_key, "bad.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("bad.toml:"), "{e}");
+    assert!(e.contains("unknown field `burst`"), "{e}");
+
+    let bad_duration = MINIMAL.replace("\"10ms\"", "\"10 parsecs\"");
+    let e = Scenario::from_toml(&bad_duration, "bad.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("expected a duration like \"50ms\", got \"10 parsecs\""),
+        "{e}"
+    );
+    assert!(e.contains("service"), "{e}");
+
+    let unknown_class = MINIMAL.replace("rps = 100", "rps = 100\n        class = \"batch\"");
+    let e = Scenario::from_toml(&unknown_class, "bad.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("traffic #1: `class` = \"batch\" is not a class (known classes: critical, optional, background)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn class_tables_override_and_extend_the_defaults() {
+    let text = format!("{MINIMAL}\n[[class]]\nname = \"background\"\nshare = 0.3\n[[class]]\nname = \"batch\"\nmax_wait = \"2ms\"\n");
+    let s = Scenario::from_toml(&text, "t.toml").unwrap();
+    let specs = s.class_specs();
+    let bg = specs.iter().find(|c| c.name() == "background").unwrap();
+    assert_eq!((bg.rank(), bg.share_of_capacity()), (2, 0.3));
+    let batch = specs.iter().find(|c| c.name() == "batch").unwrap();
+    assert_eq!(batch.default_max_wait(), Duration::from_millis(2));
+}
