@@ -25,7 +25,9 @@
 //!   send without a CORS preflight the server never approves.
 //!
 //! `QUERY_MS` (default 20) sets the database's query time, so the capacity
-//! is 16 slots / `QUERY_MS` (800 rps by default).
+//! is its 16 connections / `QUERY_MS` (800 rps by default). The limiter is
+//! not told: its default adaptive limit finds the database's concurrency
+//! from the calls' latency and throughput (`SHED_CAPACITY=16` pins it).
 //!
 //! `AGENT_PORT`, if set, serves HAProxy's agent check on 127.0.0.1 there
 //! (`up NN%` from the share of calls not refused; see
@@ -296,8 +298,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         });
     }
+    // No capacity: the default adaptive limit learns the database's 16
+    // connections, as it would any bottleneck nobody measured.
     let limiter = shed::Config::from_env()
-        .capacity(16)
         .tiers(shed::Tiers::new(["premium", "free"]))
         .install()
         .map_err(|problems| format!("{problems}"))?
