@@ -158,6 +158,7 @@ impl Tiers {
     }
 
     /// The rank of `plan` within a class (0 is served first).
+    #[inline]
     pub(crate) fn rank(&self, plan: Option<&str>) -> u8 {
         if self.names.is_empty() {
             return 0;

@@ -531,17 +531,18 @@ pub(crate) struct TenantTag {
 
 impl TenantTag {
     pub(crate) fn new(key: Option<u64>, tier: u8) -> Self {
+        Self::named(key, tier, None)
+    }
+
+    /// Built in place, inline: a waiting call makes one every time.
+    #[inline]
+    pub(crate) fn named(key: Option<u64>, tier: u8, name: Option<std::sync::Arc<str>>) -> Self {
         Self {
             key,
             tier,
-            name: None,
+            name,
             lane: crate::sync::AtomicU8::new(0),
         }
-    }
-
-    pub(crate) fn named(mut self, name: Option<std::sync::Arc<str>>) -> Self {
-        self.name = name;
-        self
     }
 
     fn set_lane(&self, lane: usize) {
