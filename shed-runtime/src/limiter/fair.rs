@@ -139,6 +139,12 @@ impl FairBand {
         self.lanes.len() == 1
     }
 
+    /// Whether the band is one lane in arrival order (see
+    /// [`FairBand::anonymous_only`]).
+    pub(crate) fn is_one_lane(&self) -> bool {
+        self.anonymous_only()
+    }
+
     /// How many lanes this band holds (bounded by the table).
     #[cfg(all(test, not(shed_loom)))]
     pub(crate) fn lane_count(&self) -> usize {
