@@ -575,10 +575,12 @@ impl Core {
     /// by its class's share).
     fn settle_flags(&self, queue: &mut WaitQueue, blocked_globally: bool) {
         // Only tracked classes (a share or a floor) keep a flag.
-        for c in 0..self.classes.len() * usize::from(self.tracked) {
-            let waiting = queue.has_waiters(c);
-            if self.classes[c].is_tracked() && queue.class_flag_changes(c, waiting) {
-                self.classes[c].set_waiters(waiting);
+        if self.tracked {
+            for c in 0..self.classes.len() {
+                let waiting = queue.has_waiters(c);
+                if self.classes[c].is_tracked() && queue.class_flag_changes(c, waiting) {
+                    self.classes[c].set_waiters(waiting);
+                }
             }
         }
         if queue.is_empty() {

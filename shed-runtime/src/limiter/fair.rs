@@ -135,14 +135,8 @@ impl FairBand {
     /// band, served in arrival order, and the turn lists stay empty (the
     /// table, once made, stays, and [`FairBand::lane_for`] enters the
     /// anonymous lane in the lists when it makes it).
-    fn anonymous_only(&self) -> bool {
+    pub(crate) fn anonymous_only(&self) -> bool {
         self.lanes.len() == 1
-    }
-
-    /// Whether the band is one lane in arrival order (see
-    /// [`FairBand::anonymous_only`]).
-    pub(crate) fn is_one_lane(&self) -> bool {
-        self.anonymous_only()
     }
 
     /// How many lanes this band holds (bounded by the table).

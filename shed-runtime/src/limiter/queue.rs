@@ -424,7 +424,7 @@ impl WaitQueue {
         let queue = &self.per_class[class];
         queue
             .served()
-            .is_some_and(|b| queue.bands[b].len() == queue.len && queue.bands[b].is_one_lane())
+            .is_some_and(|b| queue.bands[b].len() == queue.len && queue.bands[b].anonymous_only())
     }
 
     /// The waiter of `class` to serve next: from the first band with
