@@ -43,20 +43,30 @@ pub fn admit(policy: &'static Policy) -> Decision {
     let (held, deadline) = Held::current();
     let class = held.policy_class(policy);
     let weight = u64::from(policy.weight());
-    let held = match (class, deadline) {
+    match (class, deadline) {
         (Ok(class), None) => match held.admit_at_once(class, weight, &policy.stats) {
-            Ok(permit) => return Decision::Admitted(permit),
-            Err(held) => held,
+            Ok(permit) => Decision::Admitted(permit),
+            Err(held) => Held::decide(request(held, Ok(class), policy, true), None).into_decision(),
         },
-        _ => held,
-    };
-    let request = Request {
+        _ => Held::decide(request(held, class, policy, false), deadline).into_decision(),
+    }
+}
+
+/// The admission `policy` asks of `held`, for [`Held::decide`].
+#[inline]
+fn request(
+    held: Held,
+    class: Result<usize, crate::rejected::Reason>,
+    policy: &'static Policy,
+    fast_path_tried: bool,
+) -> Request {
+    Request {
         held,
         class,
-        weight,
+        weight: u64::from(policy.weight()),
         name: policy.name(),
         max_wait: policy.max_wait(),
         policy: Some((&policy.stats, policy.class())),
-    };
-    Held::decide(request, deadline).into_decision()
+        fast_path_tried,
+    }
 }

@@ -157,11 +157,17 @@ impl Tiers {
         self.names.iter().map(|n| &**n)
     }
 
-    /// The rank of `plan` within a class (0 is served first).
+    /// The rank of `plan` within a class (0 is served first). Inline for
+    /// the common case, a limiter without plans (every waiting call asks).
+    #[inline]
     pub(crate) fn rank(&self, plan: Option<&str>) -> u8 {
         if self.names.is_empty() {
             return 0;
         }
+        self.rank_of_plan(plan)
+    }
+
+    fn rank_of_plan(&self, plan: Option<&str>) -> u8 {
         let last = self.names.len() - 1;
         let rank = plan
             .and_then(|p| self.names.iter().position(|n| &**n == p))

@@ -51,6 +51,9 @@ pub(crate) struct Core {
     pub(crate) tenants: crate::limiter::heavy::TenantTally,
     /// Whether any class reserves a floor (else dispatch skips that pass).
     floors: bool,
+    /// Whether any class keeps a word of its own (else no class flag is
+    /// ever set, and settling the flags skips them).
+    tracked: bool,
 }
 
 enum Grant {
@@ -81,7 +84,9 @@ impl Core {
         let mut by_rank: Vec<usize> = (0..classes.len()).collect();
         by_rank.sort_by_key(|&c| classes[c].spec.rank());
         let floors = classes.iter().any(|c| c.spec.floor_slots() > 0);
+        let tracked = classes.iter().any(ClassState::is_tracked);
         Self {
+            tracked,
             tenants: crate::limiter::heavy::TenantTally::new(classes.len()),
             floors,
             word: AdmissionWord::new(capacity),
@@ -375,8 +380,17 @@ impl Core {
                 // A class without waiters (most, and every class once its
                 // last waiter is served) costs no lookup.
                 while queue.has_waiters(c) {
-                    self.refuse_stale(queue, c, &mut now);
                     let end = self.end_to_serve(queue);
+                    // With one lane of arrival order served from its front
+                    // and no standing-queue drops, the waiter served next
+                    // is the class's oldest, whose time the check below
+                    // looks at anyway: no separate pass over the heads.
+                    if end == End::Back
+                        || self.discipline.codel_drops
+                        || !queue.serves_oldest_first(c)
+                    {
+                        self.refuse_stale(queue, c, &mut now);
+                    }
                     // Looked at in place, taken out only once decided: no
                     // reference count is touched for a waiter that stays.
                     let Some(waiter) = queue.peek(c, end) else {
@@ -560,10 +574,13 @@ impl Core {
     /// only if a waiter is `blocked_globally` (held up by the capacity, not
     /// by its class's share).
     fn settle_flags(&self, queue: &mut WaitQueue, blocked_globally: bool) {
-        for c in 0..self.classes.len() {
-            let waiting = queue.has_waiters(c);
-            if self.classes[c].is_tracked() && queue.class_flag_changes(c, waiting) {
-                self.classes[c].set_waiters(waiting);
+        // Only tracked classes (a share or a floor) keep a flag.
+        if self.tracked {
+            for c in 0..self.classes.len() {
+                let waiting = queue.has_waiters(c);
+                if self.classes[c].is_tracked() && queue.class_flag_changes(c, waiting) {
+                    self.classes[c].set_waiters(waiting);
+                }
             }
         }
         if queue.is_empty() {
@@ -646,6 +663,29 @@ mod tests {
         assert!(core.snapshot().waiters);
         core.release(0, 1);
         assert_eq!(queued.status(), Status::Granted);
+        assert!(!core.snapshot().waiters);
+    }
+
+    #[test]
+    fn a_release_refuses_the_expired_head_and_grants_the_next_waiter() {
+        // One lane in arrival order: the expired head is found by the
+        // dispatch's own check of the waiter it serves, not a separate pass.
+        let core = core(1);
+        assert!(core.try_acquire(0, 1).is_some());
+        let start = Instant::now();
+        let ms = std::time::Duration::from_millis;
+        let budget = |after| Some((start + ms(after), Reason::MaxWait));
+        let expired = Waiter::new(0, 1, start, budget(1), None, false);
+        let fresh = Waiter::new(0, 1, start + ms(1), budget(1_000), None, false);
+        assert_eq!(core.enqueue(&expired), Status::Pending);
+        assert_eq!(core.enqueue(&fresh), Status::Pending);
+        core.release_at(0, 1, Some(start + ms(2)));
+        assert_eq!(expired.status(), Status::Refused(Reason::MaxWait));
+        assert_eq!(fresh.status(), Status::Granted);
+        let (refused, _) = core.classes[0].counters.snapshot();
+        assert_eq!(refused[Reason::MaxWait.index()], 1);
+        core.release(0, 1);
+        assert_eq!(core.queued(), (0, 0));
         assert!(!core.snapshot().waiters);
     }
 

@@ -194,6 +194,7 @@ impl Limiter {
             name,
             max_wait: None,
             policy: None,
+            fast_path_tried: false,
         })
     }
 
@@ -207,6 +208,7 @@ impl Limiter {
             name: policy.name(),
             max_wait: policy.max_wait(),
             policy: Some((&policy.stats, policy.class())),
+            fast_path_tried: false,
         })
     }
 
@@ -403,6 +405,7 @@ impl Held {
             name,
             max_wait,
             policy,
+            fast_path_tried,
         } = request;
         let mode = Mode::from_u8(held.mode.load(Ordering::Relaxed));
         if mode == Mode::Off {
@@ -422,11 +425,12 @@ impl Held {
         let state = &held.core.classes[class];
 
         // Refusals that need no slot and no wait.
+        let admits_everything = state.admits_everything();
         let mut now = None;
         let mut expected = None;
         let refusal = if !state.is_enabled() {
             Some(Reason::Disabled)
-        } else if !state.admits_everything()
+        } else if !admits_everything
             && !state.admitted_by_controller(crate::context::current_tenant())
         {
             // The tenant is looked up only while the controller holds the
@@ -459,7 +463,17 @@ impl Held {
             return held.refuse_or_observe(mode, class, weight, reason, name, now, stats, deadline);
         }
 
-        if let Some(admitted) = held.core.try_acquire(class, weight) {
+        // Tried once already by a caller that found no room a moment ago
+        // (with the class admitting everything; else it did not try): a
+        // second try would almost always fail the same way, and a slot
+        // given back in between is seen on the way into the queue
+        // (`Core::enqueue` reads the word after setting the waiters flag).
+        let admitted = if fast_path_tried && admits_everything {
+            None
+        } else {
+            held.core.try_acquire(class, weight)
+        };
+        if let Some(admitted) = admitted {
             if admitted & held.sample_mask == 0 {
                 // Sampled: a tenant's admissions cost nothing more on the
                 // fast path than the service-time sampling does.
@@ -522,7 +536,7 @@ impl Held {
         let caller = crate::context::current_caller();
         let retry = held.core.discipline.retries_yield && caller.attempt > 1;
         let tier = held.tiers.rank(caller.plan.as_deref());
-        let tenant = self::fair::TenantTag::new(caller.tenant, tier).named(caller.name);
+        let tenant = self::fair::TenantTag::named(caller.tenant, tier, caller.name);
         let call = queue::Call {
             class,
             weight,

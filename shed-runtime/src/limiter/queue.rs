@@ -417,6 +417,16 @@ impl WaitQueue {
         Some(waiter)
     }
 
+    /// Whether the waiter [`WaitQueue::peek`] shows at the front is the
+    /// class's oldest: its waiters are all in one band, in one lane (no
+    /// tenant has waited in that band), so in arrival order.
+    pub(crate) fn serves_oldest_first(&self, class: usize) -> bool {
+        let queue = &self.per_class[class];
+        queue
+            .served()
+            .is_some_and(|b| queue.bands[b].len() == queue.len && queue.bands[b].anonymous_only())
+    }
+
     /// The waiter of `class` to serve next: from the first band with
     /// waiters, the lane whose turn it is, at `end`.
     pub(crate) fn peek(&self, class: usize, end: End) -> Option<&Arc<Waiter>> {
