@@ -1,6 +1,8 @@
-//! When a waiting call was woken: the first wake after its last pending
-//! poll, which for a granted call is the grant itself (made under the
-//! queue lock).
+//! When a call was first polled, when its first pending poll returned,
+//! and when a waiting call was woken: the first wake after its last
+//! pending poll. A grant is published under the queue lock; a release
+//! wakes the task it granted only after letting the lock go (and a timer
+//! may wake it first), so the wake can come a little after the grant.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,12 +33,23 @@ impl Wake for Clock {
     }
 }
 
-/// Runs `F`; resolves to its output and, if it was ever pending, the
-/// first wake after its last pending poll (microseconds since `base`).
+/// Runs `F`; resolves to its output and its [`Times`].
 pub struct FirstWake<F> {
     inner: Pin<Box<F>>,
     base: Instant,
     last: Option<Arc<Clock>>,
+    first_poll_us: Option<u64>,
+    first_pending_us: Option<u64>,
+}
+
+/// When a call was first polled and, if it was ever pending, when its
+/// first pending poll returned (it had queued by then) and the first wake
+/// after its last pending poll (microseconds since the base).
+#[derive(Debug, Clone, Copy)]
+pub struct Times {
+    pub first_poll_us: u64,
+    pub first_pending_us: Option<u64>,
+    pub woke_us: Option<u64>,
 }
 
 impl<F: Future> FirstWake<F> {
@@ -45,14 +58,20 @@ impl<F: Future> FirstWake<F> {
             inner: Box::pin(future),
             base,
             last: None,
+            first_poll_us: None,
+            first_pending_us: None,
         }
     }
 }
 
 impl<F: Future> Future for FirstWake<F> {
-    type Output = (F::Output, Option<u64>);
+    type Output = (F::Output, Times);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let base = self.base;
+        let first_poll_us = *self
+            .first_poll_us
+            .get_or_insert_with(|| base.elapsed().as_micros() as u64);
         let clock = Arc::new(Clock {
             base: self.base,
             woke_us: AtomicU64::new(NOT_WOKEN),
@@ -61,10 +80,20 @@ impl<F: Future> Future for FirstWake<F> {
         let waker = Waker::from(Arc::clone(&clock));
         match self.inner.as_mut().poll(&mut Context::from_waker(&waker)) {
             Poll::Ready(output) => {
-                let woke = self.last.take().map(|c| c.woke_us.load(Ordering::SeqCst));
-                Poll::Ready((output, woke))
+                let woke_us = self.last.take().map(|c| c.woke_us.load(Ordering::SeqCst));
+                Poll::Ready((
+                    output,
+                    Times {
+                        first_poll_us,
+                        first_pending_us: self.first_pending_us,
+                        woke_us,
+                    },
+                ))
             }
             Poll::Pending => {
+                if self.first_pending_us.is_none() {
+                    self.first_pending_us = Some(base.elapsed().as_micros() as u64);
+                }
                 self.last = Some(clock);
                 Poll::Pending
             }

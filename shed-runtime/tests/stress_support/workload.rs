@@ -350,7 +350,7 @@ async fn attempt(shared: Arc<Shared>, call: Call) {
     let class = call.path.class();
     let before = shared.switches.read(class);
     let admission = FirstWake::new(admit(&shared.limiter, call.path), shared.switches.started());
-    let (admitted, woke_us) = match call.deadline {
+    let (admitted, times) = match call.deadline {
         Some(within) => shed_runtime::with_deadline_in(within, admission).await,
         None => admission.await,
     };
@@ -366,9 +366,13 @@ async fn attempt(shared: Arc<Shared>, call: Call) {
         count(&shared.tally.admitted_with_slots);
     }
     let after = shared.switches.read(class);
-    if shared.enforce_only && permit.weight() > 0 && admitted_while_off(before, after, woke_us) {
+    if shared.enforce_only
+        && permit.weight() > 0
+        && admitted_while_off(before, after, shared.switches.off_began(class), times)
+    {
         shared.find(format!(
-            "{class} admitted while switched off: off at {} us, switches since the call started {}, its wait ended with a wake at {woke_us:?} us, admitted at {} us",
+            "{class} admitted while switched off: off from {} to {} us, switches since the call started {}, {times:?}, admitted at {} us",
+            shared.switches.off_began(class),
             after.changed_us,
             after.epoch.wrapping_sub(before.epoch),
             shared.switches.now_us(),
