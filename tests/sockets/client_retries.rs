@@ -5,7 +5,7 @@
 //! clients with retries but no budget (and no throttling) more than double
 //! the load — the retry storm the layer exists to prevent.
 //!
-//! The short version (1.5 s of load, debug build); `cargo run --release
+//! The short version (2.5 s of load, debug build); `cargo run --release
 //! --example client_load --features axum,client` is the longer one in
 //! BENCHMARKS.md.
 

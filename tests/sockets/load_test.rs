@@ -63,14 +63,7 @@ async fn under_overload_refusals_are_503s_probes_answer_and_goodput_beats_no_she
     let unshed = overload(Mode::Off).await;
     println!("SHED_MODE=off: {}", unshed.summary());
 
-    assert!(
-        shed.errors.is_empty(),
-        "only 200s and proper 503s: {:?}",
-        &shed.errors[..shed.errors.len().min(5)]
-    );
-    assert!(shed.refused > 0, "the overload was shed");
-    assert_eq!(shed.probe_failures, 0, "liveness is never shed");
-    assert!(shed.probes >= 10);
+    assert_shed_with_503s_while_probes_answer(&shed);
     assert!(
         unshed.errors.is_empty(),
         "no 5xx without shedding either: {:?}",
@@ -85,12 +78,25 @@ async fn under_overload_refusals_are_503s_probes_answer_and_goodput_beats_no_she
     );
 }
 
+/// Under overload: every answer a 200 or a proper 503, some 503s, and every
+/// health probe answered.
+fn assert_shed_with_503s_while_probes_answer(report: &LoadReport) {
+    assert!(
+        report.errors.is_empty(),
+        "only 200s and proper 503s: {:?}",
+        &report.errors[..report.errors.len().min(5)]
+    );
+    assert!(report.refused > 0, "the overload was shed");
+    assert_eq!(report.probe_failures, 0, "liveness is never shed");
+    assert!(report.probes >= 10, "probes were sent: {}", report.probes);
+}
+
 /// The reduced version of the real service with nothing configured (the
 /// full one is `http_load`'s "defaults" row): a limiter without a capacity,
 /// from a cold start at 3x the 4-connection database's capacity, serves
 /// nearly all of that capacity and sheds the rest with 503s.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_capacity_the_default_limit_finds_the_database_and_sheds_the_rest() {
+async fn without_a_capacity_the_default_limit_serves_the_database_and_sheds_the_rest() {
     let _serial = ONE_AT_A_TIME.lock().await;
     let limiter = Config::new().build().unwrap();
     assert!(
@@ -104,16 +110,10 @@ async fn without_a_capacity_the_default_limit_finds_the_database_and_sheds_the_r
         limiter.capacity()
     );
 
-    assert!(
-        report.errors.is_empty(),
-        "only 200s and proper 503s: {:?}",
-        &report.errors[..report.errors.len().min(5)]
-    );
-    assert!(report.refused > 0, "the overload was shed");
-    assert_eq!(report.probe_failures, 0, "liveness is never shed");
-    // At most 500 calls fit in 2.5 s of 200 rps; with shedding off the
-    // same load serves about a tenth of that (the test above). Half, cold
-    // start included, is a margin for a debug build on a busy machine.
+    assert_shed_with_503s_while_probes_answer(&report);
+    // At most 500 calls fit in 2.5 s of 200 rps (478-481 were served in
+    // three runs; the former fixed default of 256 slots served 26). Half,
+    // cold start included, is a margin for a debug build on a busy machine.
     assert!(
         report.in_time >= 250,
         "goodput from a cold start: {}",
