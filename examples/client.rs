@@ -6,7 +6,7 @@
 //!                                                   # or calls a running one (service, admin)
 //! ```
 //!
-//! Three calls, each under a deadline set with `shed::with_timeout`:
+//! Three calls, each under a deadline set with `shed::with_deadline_in`:
 //! 1. `GET /orders/1`: the deadline travels as `x-request-timeout`, less
 //!    the layer's margin;
 //! 2. `GET /reports` with the `background` class switched off and 2 s

@@ -111,9 +111,6 @@ pub use shed_runtime::{
 pub use shed_runtime::{with_attempt, with_tenant};
 pub use shed_runtime::{with_tenant_plan, HeaviestTenants, Tenant, Tiers};
 
-#[allow(deprecated)]
-pub use shed_runtime::with_timeout;
-
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use shed_runtime::http;

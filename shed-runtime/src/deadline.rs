@@ -53,16 +53,6 @@ pub fn with_deadline_in<F: Future>(budget: Duration, future: F) -> impl Future<O
     with_deadline(Instant::now() + budget, future)
 }
 
-/// The former name of [`with_deadline_in`], which it is: it sets a
-/// deadline and never times anything out.
-#[deprecated(
-    since = "0.1.0",
-    note = "renamed `with_deadline_in`: it sets the deadline calls are admitted against and does not cancel the future"
-)]
-pub fn with_timeout<F: Future>(timeout: Duration, future: F) -> impl Future<Output = F::Output> {
-    with_deadline_in(timeout, future)
-}
-
 /// The current task's deadline, if the caller set one.
 pub fn deadline() -> Option<Instant> {
     crate::context::current_deadline()

@@ -82,8 +82,6 @@ pub use class::{ClassSpec, UnknownClass};
 pub use config::{
     Config, ConfigErrors, Problem, DEFAULT_CAPACITY, ENV_CAPACITY, ENV_CLASSES, ENV_MODE,
 };
-#[allow(deprecated)]
-pub use deadline::with_timeout;
 pub use deadline::{deadline, with_deadline, with_deadline_in};
 pub use lag::{LagProbe, LagProbeBuilder};
 pub use limiter::discipline::Codel;
