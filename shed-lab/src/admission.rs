@@ -72,7 +72,7 @@ impl Refused {
 impl Admission {
     /// The admission of `policy` for `scenario`'s `[limiter]`.
     pub(crate) fn new(scenario: &Scenario, policy: PolicyKind) -> Self {
-        let capacity = scenario.limiter.capacity as usize;
+        let capacity = scenario.limiter.anchor_slots() as usize;
         match policy {
             PolicyKind::None => Admission::Fifo(Arc::new(Semaphore::new(capacity))),
             PolicyKind::QueueWait => Admission::QueueWait(Arc::new(Semaphore::new(capacity))),

@@ -8,6 +8,7 @@
 //!
 //! [limiter]             # optional: without it (or its capacity), shed runs the library's defaults
 //! capacity = 8          # slots (pins shed's capacity; the anchors' slots, default 256)
+//! anchor_capacity = 8   # optional: the anchors' slots alone (shed keeps its defaults)
 //! queue_bound = 10000   # optional: most weight waiting at once
 //! mode = "enforce"      # optional: enforce | observe | off
 //! codel = true          # optional: CoDel on the wait queue (codel_target = "5ms", codel_interval = "100ms")
@@ -196,6 +197,10 @@ pub struct LimiterConfig {
     /// Whether the scenario gives the capacity (else shed's is adaptive).
     #[serde(skip)]
     pub pinned: bool,
+    /// The anchors' slots alone, when they differ from `capacity`: a
+    /// scenario that runs shed's defaults (no `capacity`) can still give
+    /// the anchors the capacity that a person tuning them by hand would set.
+    pub anchor_capacity: Option<u32>,
     /// Most weight waiting at once (default: four times the capacity).
     pub queue_bound: Option<u64>,
     /// `enforce`, `observe` or `off`.
@@ -218,11 +223,32 @@ fn default_capacity() -> u32 {
     shed::DEFAULT_CAPACITY
 }
 
+impl LimiterConfig {
+    /// The slots of the anchor policies (none, reject-when-full,
+    /// queue-wait): `anchor_capacity`, else `capacity`.
+    pub fn anchor_slots(&self) -> u32 {
+        self.anchor_capacity.unwrap_or(self.capacity)
+    }
+
+    /// How the header of a report names the slots: the pinned capacity,
+    /// or shed's adaptive default beside the anchors' slots.
+    pub fn slots_label(&self) -> String {
+        if self.pinned && self.anchor_capacity.is_none_or(|a| a == self.capacity) {
+            format!("{} slots", self.capacity)
+        } else if self.pinned {
+            format!("{} slots, anchors {}", self.capacity, self.anchor_slots())
+        } else {
+            format!("shed adaptive, anchors {} slots", self.anchor_slots())
+        }
+    }
+}
+
 impl Default for LimiterConfig {
     fn default() -> Self {
         Self {
             capacity: default_capacity(),
             pinned: false,
+            anchor_capacity: None,
             queue_bound: None,
             mode: None,
             codel: false,
@@ -506,6 +532,9 @@ impl Scenario {
         }
         if self.limiter.capacity == 0 {
             problems.push("`limiter.capacity` must be at least 1".into());
+        }
+        if self.limiter.anchor_capacity == Some(0) {
+            problems.push("`limiter.anchor_capacity` must be at least 1".into());
         }
         if !self.limiter.pinned && self.server.is_none() {
             problems.push(

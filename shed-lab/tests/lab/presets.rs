@@ -51,6 +51,42 @@ fn seed_asyncio_recovers_with_the_queue_wait_rule_and_with_shed() {
     }
 }
 
+/// The README's demo: the seed's service with its 8 workers inside it and
+/// nothing configured for shed, against the anchors tuned by hand as the
+/// seed tuned them (8 slots; the 50 ms rule).
+#[test]
+fn the_demo_runs_the_library_defaults_against_anchors_tuned_by_hand() {
+    let scenario = preset("seed-asyncio-defaults");
+    assert!(!scenario.limiter.pinned);
+    assert_eq!(
+        format!("{:?}", shed_lab::shed_config(&scenario)),
+        format!("{:?}", shed::Config::new()),
+        "anchor_capacity must not reach shed's configuration"
+    );
+    let none = run(&scenario, PolicyKind::None, 1.0);
+    let tower = run(&scenario, PolicyKind::RejectWhenFull, 1.0);
+    let queue_wait = run(&scenario, PolicyKind::QueueWait, 1.0);
+    let defaults = run(&scenario, PolicyKind::Shed, 1.0);
+    // Tower at 8 slots queues nothing: at 256 it kept a queue of some 250
+    // calls inside the service (p99 160 ms).
+    assert!(tower.total.p99_ms <= 5.0 + 1.0, "{:?}", tower.total);
+    assert!(
+        queue_wait.total.p99_ms <= 50.0 + 5.0,
+        "{:?}",
+        queue_wait.total
+    );
+    let d = &defaults.total;
+    assert!(d.goodput_rps > 4.0 * none.total.goodput_rps, "{d:?}");
+    assert!(share_of_capacity(&defaults) >= 0.95, "{d:?}");
+    assert_eq!(d.late, 0, "{d:?}");
+    assert!(
+        d.p99_ms < queue_wait.total.p99_ms / 2.0,
+        "the defaults serve {} ms p99, the 50 ms rule {}",
+        d.p99_ms,
+        queue_wait.total.p99_ms
+    );
+}
+
 #[test]
 fn reject_when_full_is_the_real_tower_stack() {
     let report = run(&preset("seed-asyncio"), PolicyKind::RejectWhenFull, 1.0);

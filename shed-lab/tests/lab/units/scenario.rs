@@ -90,3 +90,38 @@ fn class_tables_override_and_extend_the_defaults() {
     let batch = specs.iter().find(|c| c.name() == "batch").unwrap();
     assert_eq!(batch.default_max_wait(), Duration::from_millis(2));
 }
+
+#[test]
+fn anchor_capacity_sets_the_anchors_slots_alone() {
+    let pinned = Scenario::from_toml(MINIMAL, "t.toml").unwrap();
+    assert_eq!(pinned.limiter.anchor_slots(), 4);
+    assert_eq!(pinned.limiter.slots_label(), "4 slots");
+
+    let defaults = r#"
+        name = "t"
+        seconds = 1
+        [limiter]
+        anchor_capacity = 8
+        [server]
+        workers = 8
+        [[traffic]]
+        rps = 100
+        service = "10ms"
+        timeout = "100ms"
+    "#;
+    let s = Scenario::from_toml(defaults, "t.toml").unwrap();
+    assert!(!s.limiter.pinned, "shed keeps its adaptive default");
+    assert_eq!(s.limiter.anchor_slots(), 8);
+    assert_eq!(s.limiter.slots_label(), "shed adaptive, anchors 8 slots");
+
+    let e = Scenario::from_toml(
+        &defaults.replace("anchor_capacity = 8", "anchor_capacity = 0"),
+        "zero.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("`limiter.anchor_capacity` must be at least 1"),
+        "{e}"
+    );
+}
