@@ -23,6 +23,7 @@ mod support {
 
 mod client_retries;
 mod fleet_signals;
+mod hostile_heads;
 mod load_test;
 mod stalled_reader;
 mod tenants_socket;
