@@ -245,6 +245,7 @@ fn band_of(waiter: &Waiter) -> usize {
 }
 
 impl ClassQueue {
+    #[inline]
     fn band(&mut self, index: usize) -> &mut FairBand {
         if self.bands.len() <= index {
             self.bands.resize_with(index + 1, FairBand::default);
@@ -257,6 +258,7 @@ impl ClassQueue {
     }
 
     /// The band served next: the first with waiters.
+    #[inline]
     fn served(&self) -> Option<usize> {
         self.bands.iter().position(|b| !b.is_empty())
     }
@@ -340,6 +342,7 @@ impl WaitQueue {
         self.len
     }
 
+    #[inline]
     pub(crate) fn queued_weight(&self) -> u64 {
         self.queued_weight
     }
@@ -348,6 +351,7 @@ impl WaitQueue {
     /// Arrival times are read before the lock is taken, so a caller can be
     /// overtaken on the way in; it is then placed by its arrival, keeping
     /// each lane sorted (which the searches rely on).
+    #[inline]
     pub(crate) fn push(&mut self, waiter: Arc<Waiter>) {
         self.queued_weight += waiter.weight;
         self.len += 1;
@@ -360,6 +364,7 @@ impl WaitQueue {
     }
 
     /// Whether `class` has queued waiters.
+    #[inline]
     pub(crate) fn has_waiters(&self, class: usize) -> bool {
         !self.per_class[class].is_empty()
     }
@@ -390,6 +395,7 @@ impl WaitQueue {
 
     /// Records that class `c`'s waiters flag is now `on`; returns whether
     /// that is a change (which the caller then makes in the class word).
+    #[inline]
     pub(crate) fn class_flag_changes(&mut self, class: usize, on: bool) -> bool {
         std::mem::replace(&mut self.class_flags[class], on) != on
     }
@@ -420,6 +426,7 @@ impl WaitQueue {
     /// Whether the waiter [`WaitQueue::peek`] shows at the front is the
     /// class's oldest: its waiters are all in one band, in one lane (no
     /// tenant has waited in that band), so in arrival order.
+    #[inline]
     pub(crate) fn serves_oldest_first(&self, class: usize) -> bool {
         let queue = &self.per_class[class];
         queue
@@ -429,12 +436,14 @@ impl WaitQueue {
 
     /// The waiter of `class` to serve next: from the first band with
     /// waiters, the lane whose turn it is, at `end`.
+    #[inline]
     pub(crate) fn peek(&self, class: usize, end: End) -> Option<&Arc<Waiter>> {
         let queue = &self.per_class[class];
         queue.bands[queue.served()?].peek(end)
     }
 
     /// Removes the waiter [`WaitQueue::peek`] shows.
+    #[inline]
     pub(crate) fn pop(&mut self, class: usize, end: End) -> Option<Arc<Waiter>> {
         let queue = &mut self.per_class[class];
         let band = queue.served()?;
@@ -483,6 +492,7 @@ impl WaitQueue {
     /// Removes `waiter` if it is still queued: a binary search in its lane
     /// by its arrival and queueing order, so cancelling or expiring one of
     /// many waiters costs a search and a move of pointers, not a scan.
+    #[inline]
     pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
         let removed = self.per_class[waiter.class]
             .bands
@@ -494,6 +504,7 @@ impl WaitQueue {
         removed
     }
 
+    #[inline]
     fn forget(&mut self, waiter: &Waiter) {
         self.queued_weight -= waiter.weight;
         self.len -= 1;
