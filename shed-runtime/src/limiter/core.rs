@@ -384,20 +384,26 @@ impl Core {
                     // With one lane of arrival order served from its front
                     // and no standing-queue drops, the waiter served next
                     // is the class's oldest, whose time the check below
-                    // looks at anyway: no separate pass over the heads.
-                    if end == End::Back
-                        || self.discipline.codel_drops
-                        || !queue.serves_oldest_first(c)
-                    {
+                    // looks at anyway: no separate pass over the heads,
+                    // and the lane is reached directly.
+                    let lone = match end {
+                        End::Front if !self.discipline.codel_drops => queue.lone_lane(c),
+                        _ => None,
+                    };
+                    if lone.is_none() {
                         self.refuse_stale(queue, c, &mut now);
                     }
                     // Looked at in place, taken out only once decided: no
                     // reference count is touched for a waiter that stays.
-                    let Some(waiter) = queue.peek(c, end) else {
+                    let peeked = match lone {
+                        Some(band) => queue.lone_front(c, band),
+                        None => queue.peek(c, end),
+                    };
+                    let Some(waiter) = peeked else {
                         break;
                     };
                     if let Some(reason) = self.refusal_at_dispatch(waiter, &mut now) {
-                        let waiter = queue.pop(c, end).expect("peeked");
+                        let waiter = queue.pop_served(c, lone, end);
                         self.refuse_overflow(queue, &waiter, reason);
                         continue;
                     }
@@ -406,7 +412,7 @@ impl Core {
                     }
                     match self.try_grant(waiter) {
                         Grant::Granted => {
-                            let waiter = queue.pop(c, end).expect("peeked");
+                            let waiter = queue.pop_served(c, lone, end);
                             if let Some(task) = waiter.grant_quietly(now.get()) {
                                 match granted {
                                     None => granted = Some(task),

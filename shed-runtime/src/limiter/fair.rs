@@ -291,6 +291,25 @@ impl FairBand {
         }
     }
 
+    /// The oldest waiter of a band that holds only the anonymous lane
+    /// ([`FairBand::anonymous_only`]): what `peek(End::Front)` shows.
+    #[inline]
+    pub(crate) fn anonymous_front(&self) -> Option<&Arc<Waiter>> {
+        debug_assert!(self.anonymous_only());
+        self.lanes[ANONYMOUS].waiters.front()
+    }
+
+    /// Removes the waiter [`FairBand::anonymous_front`] shows, as
+    /// `pop(End::Front)` does in a band without tenants (no turns, no
+    /// history to keep).
+    #[inline]
+    pub(crate) fn pop_anonymous_front(&mut self) -> Option<Arc<Waiter>> {
+        debug_assert!(self.anonymous_only());
+        let waiter = self.lanes[ANONYMOUS].waiters.pop_front()?;
+        self.forget(&waiter);
+        Some(waiter)
+    }
+
     /// Removes the waiter [`FairBand::peek`] shows; the lane's turn passes
     /// (it goes to the back of the turns, if it still has waiters).
     #[inline]

@@ -423,15 +423,34 @@ impl WaitQueue {
         Some(waiter)
     }
 
-    /// Whether the waiter [`WaitQueue::peek`] shows at the front is the
-    /// class's oldest: its waiters are all in one band, in one lane (no
-    /// tenant has waited in that band), so in arrival order.
+    /// The band holding every waiter of `class` in one lane of arrival
+    /// order (no tenant has waited in it), if there is one: the waiter
+    /// [`WaitQueue::peek`] shows at the front is then the class's oldest,
+    /// and [`WaitQueue::lone_front`] and [`WaitQueue::pop_lone_front`]
+    /// reach it without going through the band's turns.
     #[inline]
-    pub(crate) fn serves_oldest_first(&self, class: usize) -> bool {
+    pub(crate) fn lone_lane(&self, class: usize) -> Option<usize> {
         let queue = &self.per_class[class];
         queue
             .served()
-            .is_some_and(|b| queue.bands[b].len() == queue.len && queue.bands[b].anonymous_only())
+            .filter(|&b| queue.bands[b].len() == queue.len && queue.bands[b].anonymous_only())
+    }
+
+    /// The oldest waiter of `class`, whose waiters are all in band `band`'s
+    /// one lane (see [`WaitQueue::lone_lane`]): what `peek(class, End::Front)`
+    /// shows.
+    #[inline]
+    pub(crate) fn lone_front(&self, class: usize, band: usize) -> Option<&Arc<Waiter>> {
+        self.per_class[class].bands[band].anonymous_front()
+    }
+
+    /// Removes the waiter [`WaitQueue::lone_front`] shows, as
+    /// `pop(class, End::Front)` does.
+    #[inline]
+    pub(crate) fn pop_lone_front(&mut self, class: usize, band: usize) -> Option<Arc<Waiter>> {
+        let waiter = self.per_class[class].bands[band].pop_anonymous_front()?;
+        self.forget(&waiter);
+        Some(waiter)
     }
 
     /// The waiter of `class` to serve next: from the first band with
@@ -450,6 +469,26 @@ impl WaitQueue {
         let waiter = queue.bands[band].pop(end)?;
         self.forget(&waiter);
         Some(waiter)
+    }
+
+    /// Removes the waiter a dispatch looked at: [`WaitQueue::lone_front`]'s
+    /// if `lone` is the class's lone lane, else [`WaitQueue::peek`]'s.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such waiter (the caller saw it under the same lock).
+    #[inline(always)]
+    pub(crate) fn pop_served(
+        &mut self,
+        class: usize,
+        lone: Option<usize>,
+        end: End,
+    ) -> Arc<Waiter> {
+        match lone {
+            Some(band) => self.pop_lone_front(class, band),
+            None => self.pop(class, end),
+        }
+        .expect("peeked")
     }
 
     /// Removes a waiter to make room for `arrival` (queued already, of a
