@@ -14,8 +14,8 @@ impl Held {
     fn current() -> (Held, Option<Instant>) {
         let (scoped, deadline) = crate::context::current();
         let held = match scoped {
-            Some(scoped) => Held::Scoped(Limiter::from_scoped(scoped).inner),
-            None => Held::Global(&Limiter::global().inner),
+            Some(scoped) => Held::scoped(Limiter::from_scoped(scoped).inner),
+            None => Held::global(&Limiter::global().inner),
         };
         (held, deadline)
     }

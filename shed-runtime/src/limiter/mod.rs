@@ -109,20 +109,53 @@ impl std::fmt::Debug for Limiter {
 
 /// Which limiter a call holds slots of: the process-wide one without a
 /// reference count, a scoped one with.
+///
+/// A pointer read without a branch (every step of an admission reaches
+/// the limiter through it), and the reference count that keeps a scoped
+/// limiter alive beside it.
 #[derive(Clone)]
-pub(crate) enum Held {
-    Global(&'static Inner),
-    Scoped(Arc<Inner>),
+pub(crate) struct Held {
+    /// Valid while this value lives: the process-wide limiter is
+    /// `'static`, a scoped one is kept alive by `_owner`, whose allocation
+    /// it points into (an `Arc`'s contents never move).
+    inner: std::ptr::NonNull<Inner>,
+    /// Never read: held for its reference count.
+    _owner: Option<Arc<Inner>>,
+}
+
+// SAFETY: `Held` is a `&Inner` (`'static`, or borrowed from its own
+// `Arc<Inner>`) and that `Arc`, both `Send` and `Sync` as `Inner` is.
+unsafe impl Send for Held {}
+// SAFETY: as above.
+unsafe impl Sync for Held {}
+
+impl Held {
+    /// The process-wide limiter.
+    #[inline]
+    pub(crate) fn global(inner: &'static Inner) -> Self {
+        Self {
+            inner: std::ptr::NonNull::from(inner),
+            _owner: None,
+        }
+    }
+
+    /// A scoped limiter, kept alive by `inner`.
+    #[inline]
+    pub(crate) fn scoped(inner: Arc<Inner>) -> Self {
+        Self {
+            inner: std::ptr::NonNull::from(&*inner),
+            _owner: Some(inner),
+        }
+    }
 }
 
 impl std::ops::Deref for Held {
     type Target = Inner;
 
+    #[inline]
     fn deref(&self) -> &Inner {
-        match self {
-            Held::Global(inner) => inner,
-            Held::Scoped(inner) => inner,
-        }
+        // SAFETY: `inner` is valid while `self` lives (see the field).
+        unsafe { self.inner.as_ref() }
     }
 }
 
@@ -185,7 +218,7 @@ impl Limiter {
     /// integrations and tests; `#[shed]` fns use their policy instead).
     /// The call waits at most the class's default `max_wait`.
     pub fn acquire(&self, class: &str, weight: u32, name: &'static str) -> Admission {
-        let held = Held::Scoped(Arc::clone(&self.inner));
+        let held = Held::scoped(Arc::clone(&self.inner));
         let class = self.inner.class_index(class).ok_or(Reason::UnknownClass);
         Admission::start(admission::Request {
             held,
@@ -200,7 +233,7 @@ impl Limiter {
 
     /// Asks for slots as the guarded fn `policy` would, on this limiter.
     pub fn acquire_as(&self, policy: &'static Policy) -> Admission {
-        let held = Held::Scoped(Arc::clone(&self.inner));
+        let held = Held::scoped(Arc::clone(&self.inner));
         Admission::start(admission::Request {
             class: held.policy_class(policy),
             held,
