@@ -2,7 +2,7 @@
 //! atomics, and the exact admission totals. The reporter
 //! ([`crate::metrics`]) reads them and publishes them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -32,7 +32,10 @@ pub(crate) struct ClassCounters {
     /// handles). Written once per interval, read on the recording paths,
     /// which are off the admission fast path: queue waits (calls that
     /// waited), sampled service times, HTTP latencies.
-    pub(crate) handles: RwLock<Option<ClassHandles>>,
+    handles: RwLock<Option<ClassHandles>>,
+    /// Whether `handles` was ever set: until a reporter registers the
+    /// histograms (without one, always), the recording paths skip the lock.
+    has_handles: AtomicBool,
 }
 
 /// The histograms a class records to, registered by the reporter.
@@ -54,7 +57,20 @@ impl ClassCounters {
         self.observed[reason.index()].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Gives the class the histograms registered with the current
+    /// recorder; the recording paths use them from then on.
+    pub(crate) fn set_handles(&self, handles: ClassHandles) {
+        *self.handles.write().unwrap_or_else(PoisonError::into_inner) = Some(handles);
+        self.has_handles.store(true, Ordering::Release);
+    }
+
+    #[inline]
     fn with_handles(&self, record: impl FnOnce(&ClassHandles)) {
+        // A record racing the first registration may be missed, as one
+        // made just before it would be.
+        if !self.has_handles.load(Ordering::Relaxed) {
+            return;
+        }
         let handles = self.handles.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(handles) = handles.as_ref() {
             record(handles);
