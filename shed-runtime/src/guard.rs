@@ -9,15 +9,18 @@ use crate::limiter::{Held, Limiter, Request};
 use crate::policy::Policy;
 
 impl Held {
-    /// The limiter guarded calls use here, and the caller's deadline.
+    /// The limiter guarded calls use here, the caller's deadline, and
+    /// whether the caller runs in a call context.
     #[inline]
-    fn current() -> (Held, Option<Instant>) {
-        let (scoped, deadline) = crate::context::current();
+    fn current() -> (Held, Option<Instant>, bool) {
+        let context = crate::context::current();
+        let in_context = context.is_some();
+        let (scoped, deadline) = context.unwrap_or((None, None));
         let held = match scoped {
             Some(scoped) => Held::scoped(Limiter::from_scoped(scoped).inner),
             None => Held::global(&Limiter::global().inner),
         };
-        (held, deadline)
+        (held, deadline, in_context)
     }
 }
 
@@ -40,15 +43,18 @@ pub fn count_fallback(policy: &'static Policy) {
 #[doc(hidden)]
 #[inline]
 pub fn admit(policy: &'static Policy) -> Decision {
-    let (held, deadline) = Held::current();
+    let (held, deadline, in_context) = Held::current();
     let class = held.policy_class(policy);
     let weight = u64::from(policy.weight());
     match (class, deadline) {
         (Ok(class), None) => match held.admit_at_once(class, weight, &policy.stats) {
             Ok(permit) => Decision::Admitted(permit),
-            Err(held) => Held::decide(request(held, Ok(class), policy, true), None).into_decision(),
+            Err(held) => Held::decide(request(held, Ok(class), policy, true, in_context), None)
+                .into_decision(),
         },
-        _ => Held::decide(request(held, class, policy, false), deadline).into_decision(),
+        _ => {
+            Held::decide(request(held, class, policy, false, in_context), deadline).into_decision()
+        }
     }
 }
 
@@ -59,6 +65,7 @@ fn request(
     class: Result<usize, crate::rejected::Reason>,
     policy: &'static Policy,
     fast_path_tried: bool,
+    in_context: bool,
 ) -> Request {
     Request {
         held,
@@ -68,5 +75,6 @@ fn request(
         max_wait: policy.max_wait(),
         policy: Some((&policy.stats, policy.class())),
         fast_path_tried,
+        in_context,
     }
 }

@@ -57,6 +57,11 @@ pub(crate) struct Request {
     /// tries the fast path whenever the class admits all of its calls:
     /// `decide` then does not try it a second time.
     pub(crate) fast_path_tried: bool,
+    /// Whether the caller may run in a call context (a scope that can
+    /// give it a tenant or an attempt number): false only when the guard
+    /// found none a moment ago, so that a call that waits does not look
+    /// its caller up again.
+    pub(crate) in_context: bool,
 }
 
 impl Admission {

@@ -228,6 +228,7 @@ impl Limiter {
             max_wait: None,
             policy: None,
             fast_path_tried: false,
+            in_context: true,
         })
     }
 
@@ -242,6 +243,7 @@ impl Limiter {
             max_wait: policy.max_wait(),
             policy: Some((&policy.stats, policy.class())),
             fast_path_tried: false,
+            in_context: true,
         })
     }
 
@@ -439,6 +441,7 @@ impl Held {
             max_wait,
             policy,
             fast_path_tried,
+            in_context,
         } = request;
         let mode = Mode::from_u8(held.mode.load(Ordering::Relaxed));
         if mode == Mode::Off {
@@ -565,8 +568,13 @@ impl Held {
                 deadline,
             );
         }
-        // The caller's attempt and tenant, in one lookup of its context.
-        let caller = crate::context::current_caller();
+        // The caller's attempt and tenant, in one lookup of its context
+        // (none outside any context).
+        let caller = if in_context {
+            crate::context::current_caller()
+        } else {
+            crate::context::Caller::OUTSIDE
+        };
         let retry = held.core.discipline.retries_yield && caller.attempt > 1;
         let tier = held.tiers.rank(caller.plan.as_deref());
         let tenant = self::fair::TenantTag::named(caller.tenant, tier, caller.name);
