@@ -77,10 +77,12 @@ impl ClassCounters {
         }
     }
 
+    #[inline]
     pub(crate) fn record_queue_wait(&self, waited: Duration) {
         self.with_handles(|h| h.queue_wait.record(waited.as_secs_f64()));
     }
 
+    #[inline]
     pub(crate) fn record_service(&self, took: Duration) {
         self.with_handles(|h| h.service.record(took.as_secs_f64()));
     }

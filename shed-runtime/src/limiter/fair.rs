@@ -302,7 +302,7 @@ impl FairBand {
     /// Removes the waiter [`FairBand::anonymous_front`] shows, as
     /// `pop(End::Front)` does in a band without tenants (no turns, no
     /// history to keep).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pop_anonymous_front(&mut self) -> Option<Arc<Waiter>> {
         debug_assert!(self.anonymous_only());
         let waiter = self.lanes[ANONYMOUS].waiters.pop_front()?;

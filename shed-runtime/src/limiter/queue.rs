@@ -446,7 +446,7 @@ impl WaitQueue {
 
     /// Removes the waiter [`WaitQueue::lone_front`] shows, as
     /// `pop(class, End::Front)` does.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pop_lone_front(&mut self, class: usize, band: usize) -> Option<Arc<Waiter>> {
         let waiter = self.per_class[class].bands[band].pop_anonymous_front()?;
         self.forget(&waiter);
