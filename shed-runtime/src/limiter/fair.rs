@@ -490,7 +490,7 @@ impl FairBand {
     }
 
     /// Removes `waiter` if it is still queued: a binary search in its lane.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
         let lane = waiter.tenant.lane();
         let Some(waiters) = self.lanes.get_mut(lane).map(|l| &mut l.waiters) else {

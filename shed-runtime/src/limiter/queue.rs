@@ -531,7 +531,7 @@ impl WaitQueue {
     /// Removes `waiter` if it is still queued: a binary search in its lane
     /// by its arrival and queueing order, so cancelling or expiring one of
     /// many waiters costs a search and a move of pointers, not a scan.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
         let removed = self.per_class[waiter.class]
             .bands
