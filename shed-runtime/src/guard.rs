@@ -5,7 +5,7 @@
 use tokio::time::Instant;
 
 pub use crate::limiter::Decision;
-use crate::limiter::{Held, Limiter, Request};
+use crate::limiter::{Held, Limiter, NotAtOnce, Request};
 use crate::policy::Policy;
 
 impl Held {
@@ -49,12 +49,14 @@ pub fn admit(policy: &'static Policy) -> Decision {
     match (class, deadline) {
         (Ok(class), None) => match held.admit_at_once(class, weight, &policy.stats) {
             Ok(permit) => Decision::Admitted(permit),
-            Err(held) => Held::decide(request(held, Ok(class), policy, true, in_context), None)
+            Err(NotAtOnce::NoRoom(held)) => held
+                .wait_after_fast_path(class, policy, in_context)
                 .into_decision(),
+            Err(NotAtOnce::Checks(held)) => {
+                Held::decide(request(held, Ok(class), policy, in_context), None).into_decision()
+            }
         },
-        _ => {
-            Held::decide(request(held, class, policy, false, in_context), deadline).into_decision()
-        }
+        _ => Held::decide(request(held, class, policy, in_context), deadline).into_decision(),
     }
 }
 
@@ -64,7 +66,6 @@ fn request(
     held: Held,
     class: Result<usize, crate::rejected::Reason>,
     policy: &'static Policy,
-    fast_path_tried: bool,
     in_context: bool,
 ) -> Request {
     Request {
@@ -74,7 +75,6 @@ fn request(
         name: policy.name(),
         max_wait: policy.max_wait(),
         policy: Some((&policy.stats, policy.class())),
-        fast_path_tried,
         in_context,
     }
 }

@@ -53,10 +53,6 @@ pub(crate) struct Request {
     pub(crate) name: &'static str,
     pub(crate) max_wait: Option<Duration>,
     pub(crate) policy: Option<(&'static PolicyStats, &'static str)>,
-    /// Whether the caller went through `Held::admit_at_once` first, which
-    /// tries the fast path whenever the class admits all of its calls:
-    /// `decide` then does not try it a second time.
-    pub(crate) fast_path_tried: bool,
     /// Whether the caller may run in a call context (a scope that can
     /// give it a tenant or an attempt number): false only when the guard
     /// found none a moment ago, so that a call that waits does not look

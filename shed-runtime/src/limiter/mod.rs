@@ -227,7 +227,6 @@ impl Limiter {
             name,
             max_wait: None,
             policy: None,
-            fast_path_tried: false,
             in_context: true,
         })
     }
@@ -242,7 +241,6 @@ impl Limiter {
             name: policy.name(),
             max_wait: policy.max_wait(),
             policy: Some((&policy.stats, policy.class())),
-            fast_path_tried: false,
             in_context: true,
         })
     }
@@ -368,6 +366,32 @@ impl Inner {
     }
 }
 
+/// Why [`Held::admit_at_once`] did not admit: a check it leaves to
+/// [`Held::decide`] (the limiter off, the class off or held back by the
+/// overload controller), or no room on the fast path.
+pub(crate) enum NotAtOnce {
+    Checks(Held),
+    NoRoom(Held),
+}
+
+/// What an admission that found no room knows already.
+struct Facts {
+    mode: Mode,
+    class: usize,
+    weight: u64,
+    name: &'static str,
+    max_wait: Option<Duration>,
+    stats: Option<&'static PolicyStats>,
+    /// The caller's deadline.
+    deadline: Option<Instant>,
+    /// The clock, if read already (for the deadline).
+    now: Option<Instant>,
+    /// The fn's expected service time, if read already (for the deadline).
+    expected: Option<Duration>,
+    /// Whether the caller may run in a call context (see `Request`).
+    in_context: bool,
+}
+
 impl Held {
     /// The class index of `policy` on this limiter, cached in the policy.
     #[inline]
@@ -386,20 +410,21 @@ impl Held {
     /// when the limiter is not off, the class is on and admits all of its
     /// calls, and both the class's share and the capacity have room. One
     /// compare-and-swap; gives `self` back when the call must go through
-    /// [`decide`](Held::decide).
+    /// [`decide`](Held::decide) ([`NotAtOnce::Checks`]) or found no room
+    /// ([`NotAtOnce::NoRoom`], for [`Held::wait_after_fast_path`]).
     #[inline]
     pub(crate) fn admit_at_once(
         self,
         class: usize,
         weight: u64,
         stats: &'static PolicyStats,
-    ) -> Result<Permit, Held> {
+    ) -> Result<Permit, NotAtOnce> {
         let state = &self.core.classes[class];
         if self.mode.load(Ordering::Relaxed) == Mode::Off.to_u8()
             || !state.is_enabled()
             || !state.admits_everything()
         {
-            return Err(self);
+            return Err(NotAtOnce::Checks(self));
         }
         match self.core.try_acquire(class, weight) {
             Some(admitted) => {
@@ -410,7 +435,7 @@ impl Held {
                 });
                 Ok(Permit::new(self, class, weight, start, Some(stats)))
             }
-            None => Err(self),
+            None => Err(NotAtOnce::NoRoom(self)),
         }
     }
 
@@ -440,7 +465,6 @@ impl Held {
             name,
             max_wait,
             policy,
-            fast_path_tried,
             in_context,
         } = request;
         let mode = Mode::from_u8(held.mode.load(Ordering::Relaxed));
@@ -461,12 +485,11 @@ impl Held {
         let state = &held.core.classes[class];
 
         // Refusals that need no slot and no wait.
-        let admits_everything = state.admits_everything();
         let mut now = None;
         let mut expected = None;
         let refusal = if !state.is_enabled() {
             Some(Reason::Disabled)
-        } else if !admits_everything
+        } else if !state.admits_everything()
             && !state.admitted_by_controller(crate::context::current_tenant())
         {
             // The tenant is looked up only while the controller holds the
@@ -499,17 +522,7 @@ impl Held {
             return held.refuse_or_observe(mode, class, weight, reason, name, now, stats, deadline);
         }
 
-        // Tried once already by a caller that found no room a moment ago
-        // (with the class admitting everything; else it did not try): a
-        // second try would almost always fail the same way, and a slot
-        // given back in between is seen on the way into the queue
-        // (`Core::enqueue` reads the word after setting the waiters flag).
-        let admitted = if fast_path_tried && admits_everything {
-            None
-        } else {
-            held.core.try_acquire(class, weight)
-        };
-        if let Some(admitted) = admitted {
+        if let Some(admitted) = held.core.try_acquire(class, weight) {
             if admitted & held.sample_mask == 0 {
                 // Sampled: a tenant's admissions cost nothing more on the
                 // fast path than the service-time sampling does.
@@ -525,6 +538,72 @@ impl Held {
         }
 
         // No room now: the call would have to wait.
+        let facts = Facts {
+            mode,
+            class,
+            weight,
+            name,
+            max_wait,
+            stats,
+            deadline,
+            now,
+            expected,
+            in_context,
+        };
+        held.wait_for_room(facts)
+    }
+
+    /// The guard's way in after its own try of the fast path (see
+    /// [`Held::admit_at_once`]) found no room, with the limiter not off and
+    /// the class on and admitting all of its calls: what [`Held::decide`]
+    /// does next for a caller without a deadline, without its checks and
+    /// its try a second time. A second try would almost always fail the
+    /// same way a moment later, and a slot given back in between is seen
+    /// on the way into the queue (`Core::enqueue` reads the word after
+    /// setting the waiters flag).
+    pub(crate) fn wait_after_fast_path(
+        self,
+        class: usize,
+        policy: &'static Policy,
+        in_context: bool,
+    ) -> Admission {
+        let mode = Mode::from_u8(self.mode.load(Ordering::Relaxed));
+        if mode == Mode::Off {
+            // Switched off since the fast path looked.
+            return Admission::ready(Ok(Permit::bypass()));
+        }
+        self.wait_for_room(Facts {
+            mode,
+            class,
+            weight: u64::from(policy.weight()),
+            name: policy.name(),
+            max_wait: policy.max_wait(),
+            stats: Some(&policy.stats),
+            deadline: None,
+            now: None,
+            expected: None,
+            in_context,
+        })
+    }
+
+    /// The rest of an admission that found no room: refused if it can
+    /// never fit, admitted unchecked in observe mode, else queued with its
+    /// budget's timer.
+    fn wait_for_room(self, facts: Facts) -> Admission {
+        let held = self;
+        let Facts {
+            mode,
+            class,
+            weight,
+            name,
+            max_wait,
+            stats,
+            deadline,
+            now,
+            expected,
+            in_context,
+        } = facts;
+        let state = &held.core.classes[class];
         if weight > state.limit(held.core.word.capacity()) {
             return held.refuse_or_observe(
                 mode,
@@ -547,7 +626,7 @@ impl Held {
         });
         let mut gives_up = (arrived + budget, Reason::MaxWait);
         if let Some(deadline) = deadline {
-            // Read already by the deadline check above.
+            // Read already by `decide`'s deadline check.
             let expected = expected.unwrap_or_else(|| held.expected_service(stats));
             let last_start = deadline.checked_sub(expected).unwrap_or(arrived);
             if last_start < gives_up.0 {
