@@ -373,7 +373,8 @@ impl Core {
         for &floors_only in passes {
             for position in 0..ranks {
                 let c = queue.by_rank[position];
-                let floor = u64::from(self.classes[c].spec.floor_slots());
+                let state = &self.classes[c];
+                let floor = u64::from(state.spec.floor_slots());
                 if floors_only && floor == 0 {
                     continue;
                 }
@@ -402,7 +403,7 @@ impl Core {
                     let Some(waiter) = peeked else {
                         break;
                     };
-                    if let Some(reason) = self.refusal_at_dispatch(waiter, &mut now) {
+                    if let Some(reason) = self.refusal_at_dispatch(state, waiter, &mut now) {
                         let waiter = queue.pop_served(c, lone, end);
                         self.refuse_overflow(queue, &waiter, reason);
                         continue;
@@ -410,7 +411,7 @@ impl Core {
                     if floors_only && self.class_in_flight(c) >= floor {
                         break;
                     }
-                    match self.try_grant(waiter) {
+                    match self.try_grant(state, waiter) {
                         Grant::Granted => {
                             let waiter = queue.pop_served(c, lone, end);
                             if let Some(task) = waiter.grant_quietly(now.get()) {
@@ -434,11 +435,16 @@ impl Core {
         granted
     }
 
-    /// Why `waiter` must leave the queue without being served, if it must:
-    /// its class was switched off, it ran out of time, or it can never fit
-    /// (the capacity fell below its weight while it waited).
-    fn refusal_at_dispatch(&self, waiter: &Waiter, now: &mut LazyNow) -> Option<Reason> {
-        let class = &self.classes[waiter.class];
+    /// Why `waiter` (of `class`) must leave the queue without being
+    /// served, if it must: its class was switched off, it ran out of time,
+    /// or it can never fit (the capacity fell below its weight while it
+    /// waited).
+    fn refusal_at_dispatch(
+        &self,
+        class: &ClassState,
+        waiter: &Waiter,
+        now: &mut LazyNow,
+    ) -> Option<Reason> {
         if !class.is_enabled() {
             return Some(Reason::Disabled);
         }
@@ -513,8 +519,9 @@ impl Core {
         }
     }
 
-    fn try_grant(&self, waiter: &Waiter) -> Grant {
-        let class = &self.classes[waiter.class];
+    /// Takes `waiter`'s slots, of its class's share (`class`) and of the
+    /// limiter, if both have room.
+    fn try_grant(&self, class: &ClassState, waiter: &Waiter) -> Grant {
         // The dispatcher serves the class's own waiters, so it does not
         // yield to the class's flag.
         if class.try_take(waiter.weight, self.word.capacity(), false) != ClassTake::Taken {
