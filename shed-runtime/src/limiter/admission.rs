@@ -155,14 +155,13 @@ fn outcome(
         Status::Granted => {
             // The dispatcher's clock: its grant is when the slots became
             // the call's.
-            let waited = waiter.waited();
-            let now = waiter.arrived + waited;
+            let granted = waiter.granted_at().expect("granted");
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.
-            let permit = Permit::new(held.clone(), class, waiter.weight, Some(now), stats)
+            let permit = Permit::new(held.clone(), class, waiter.weight, Some(granted), stats)
                 .with_deadline(waiter.deadline);
             let counters = &held.core.classes[class].counters;
-            counters.record_queue_wait(waited);
+            counters.record_queue_wait(waiter.arrived, granted);
             Ok(permit)
         }
         Status::Refused(reason) => {

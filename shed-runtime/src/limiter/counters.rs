@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::core::Core;
 use super::state::{ADMITTED_BITS, CLASS_ADMITTED_BITS};
 use crate::rejected::Reason;
@@ -77,9 +79,14 @@ impl ClassCounters {
         }
     }
 
+    /// Records the queue wait of a call that arrived at `arrived` and was
+    /// granted at `granted` (worked out only if there is a histogram).
     #[inline]
-    pub(crate) fn record_queue_wait(&self, waited: Duration) {
-        self.with_handles(|h| h.queue_wait.record(waited.as_secs_f64()));
+    pub(crate) fn record_queue_wait(&self, arrived: Instant, granted: Instant) {
+        self.with_handles(|h| {
+            let waited = granted.saturating_duration_since(arrived);
+            h.queue_wait.record(waited.as_secs_f64());
+        });
     }
 
     #[inline]

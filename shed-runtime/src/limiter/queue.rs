@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::fair::{key, FairBand, TenantTag};
 use crate::rejected::Reason;
-use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering, WakerSlot};
+use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering, PublishedCell, WakerSlot};
 
 const PENDING: u8 = 0;
 const GRANTED: u8 = 1;
@@ -37,10 +37,12 @@ pub(crate) struct Waiter {
     /// The order in which it was queued: with `arrived`, its place in its
     /// class's queue (set under the queue lock).
     seq: AtomicU64,
-    /// When it was granted, in nanoseconds after `arrived` (set under the
-    /// queue lock before the grant is published), so that its future
-    /// reads no clock of its own for its queue wait and its permit.
-    granted_after: AtomicU64,
+    /// When it was granted, by the dispatcher's clock: written under the
+    /// queue lock before the grant is published, read by its future after
+    /// seeing the grant (see [`Waiter::granted_at`]), so that it reads no
+    /// clock of its own for its permit and its queue wait, and the
+    /// dispatcher works nothing out for it.
+    granted_at: PublishedCell<Instant>,
     status: AtomicU8,
     waker: WakerSlot,
     /// Its budget's timer, polled by its future alone (see `wait_timer`).
@@ -95,9 +97,9 @@ impl Waiter {
     /// `wait_timer`, which sets it).
     pub(crate) fn of(call: Call) -> Self {
         Self {
+            granted_at: PublishedCell::new(call.arrived),
             call,
             seq: AtomicU64::new(0),
-            granted_after: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
             waker: WakerSlot::new(),
             timer: Default::default(),
@@ -109,9 +111,9 @@ impl Waiter {
     /// without moving the whole waiter (its timer makes it large).
     #[cfg_attr(shed_loom, allow(dead_code))] // the spare is not modelled
     pub(crate) fn renew(&mut self, call: Call) {
+        self.granted_at.set(call.arrived);
         self.call = call;
         self.seq = AtomicU64::new(0);
-        self.granted_after = AtomicU64::new(0);
         self.status = AtomicU8::new(PENDING);
         self.waker = WakerSlot::new();
     }
@@ -165,18 +167,19 @@ impl Waiter {
     /// meanwhile sees it, and a task registering meanwhile is woken by its
     /// own registration (the `AtomicWaker` protocol).
     pub(crate) fn grant_quietly(&self, now: Instant) -> Option<Waker> {
-        let after = now.saturating_duration_since(self.arrived);
-        let nanos = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
-        // Published by the status store that follows (`SeqCst`).
-        self.granted_after.store(nanos, Ordering::Relaxed);
+        // SAFETY: under the queue lock, as every grant; a waiter is granted
+        // once (it leaves the queue as it is), and its time is read only
+        // after the status store below, which publishes it (`SeqCst`).
+        unsafe { self.granted_at.write(now) };
         self.status.store(GRANTED, Ordering::SeqCst);
         self.waker.take()
     }
 
-    /// How long a granted waiter waited, by the dispatcher's clock (read
-    /// after seeing `Granted`): its grant is at `arrived` plus this.
-    pub(crate) fn waited(&self) -> std::time::Duration {
-        std::time::Duration::from_nanos(self.granted_after.load(Ordering::Relaxed))
+    /// When the waiter was granted, by the dispatcher's clock, if it was.
+    pub(crate) fn granted_at(&self) -> Option<Instant> {
+        // SAFETY: the grant's time is written before the status store that
+        // this load saw, and never again while the waiter is shared.
+        (self.status() == Status::Granted).then(|| unsafe { self.granted_at.read() })
     }
 
     pub(crate) fn refuse(&self, reason: Reason) {
