@@ -183,7 +183,7 @@ impl Core {
         if queue.class_flag_changes(waiter.class, true) {
             state.set_waiters(true);
         }
-        if self.waits_alone_behind_the_capacity(&mut queue, waiter) {
+        if self.waits_alone_behind_the_capacity(&mut queue, state, waiter) {
             return Status::Pending;
         }
         // The waiter's arrival stands in for the clock: read just before
@@ -218,8 +218,8 @@ impl Core {
     }
 
     /// The common way into the queue, decided without a dispatch: the
-    /// arrival (queued already) waits alone, and the limiter has no room
-    /// for it. Sets the limiter's flag first, as every dispatch does (see
+    /// arrival (queued already, of `class`) waits alone, and the limiter
+    /// has no room for it. Sets the limiter's flag first, as every dispatch does (see
     /// the module docs), then reads the word: a release or an undone take
     /// that this read does not see comes later in the word's order than
     /// the flag, so it sees the flag and dispatches. Nothing else that a
@@ -231,7 +231,12 @@ impl Core {
     /// who could be admitted (the capacity is what keeps it out) and
     /// costs at most one dispatch more at the next release. The
     /// standing-queue controls watch every arrival: with them, never.
-    fn waits_alone_behind_the_capacity(&self, queue: &mut WaitQueue, waiter: &Waiter) -> bool {
+    fn waits_alone_behind_the_capacity(
+        &self,
+        queue: &mut WaitQueue,
+        class: &ClassState,
+        waiter: &Waiter,
+    ) -> bool {
         if queue.len() != 1 || self.discipline.watches().is_some() {
             return false;
         }
@@ -241,7 +246,7 @@ impl Core {
         }
         let word = self.word.load();
         word.in_flight + waiter.weight > word.capacity
-            && waiter.weight <= self.classes[waiter.class].limit(word.capacity)
+            && waiter.weight <= class.limit(word.capacity)
             && waiter.expired_at(waiter.arrived).is_none()
     }
 
