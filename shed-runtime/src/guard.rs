@@ -49,14 +49,12 @@ pub fn admit(policy: &'static Policy) -> Decision {
     match (class, deadline) {
         (Ok(class), None) => match held.admit_at_once(class, weight, &policy.stats) {
             Ok(permit) => Decision::Admitted(permit),
-            Err(NotAtOnce::NoRoom(held)) => held
-                .wait_after_fast_path(class, policy, in_context)
-                .into_decision(),
+            Err(NotAtOnce::NoRoom(held)) => held.wait_after_fast_path(class, policy, in_context),
             Err(NotAtOnce::Checks(held)) => {
-                Held::decide(request(held, Ok(class), policy, in_context), None).into_decision()
+                Held::decision(request(held, Ok(class), policy, in_context), None)
             }
         },
-        _ => Held::decide(request(held, class, policy, in_context), deadline).into_decision(),
+        _ => Held::decision(request(held, class, policy, in_context), deadline),
     }
 }
 

@@ -116,6 +116,7 @@ impl Admission {
 
 impl Admission {
     /// What the generated code does next: run, refuse, or await.
+    #[inline]
     pub(crate) fn into_decision(mut self) -> super::Decision {
         match &mut self.state {
             State::Ready(result) => match result.take().expect("fresh admission") {

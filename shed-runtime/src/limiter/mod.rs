@@ -453,6 +453,12 @@ impl Held {
         self.core.classes[class].counters.count_fallback();
     }
 
+    /// [`Held::decide`], as the generated code goes on from it: run,
+    /// refuse, or await.
+    pub(crate) fn decision(request: Request, deadline: Option<Instant>) -> Decision {
+        Self::decide(request, deadline).into_decision()
+    }
+
     /// Every admission decision, in the order the seeds prescribe: cheap
     /// refusals first (class off, deadline), then the lock-free fast path,
     /// then the bounded queue with a measured-wait budget. `deadline` is
@@ -566,11 +572,11 @@ impl Held {
         class: usize,
         policy: &'static Policy,
         in_context: bool,
-    ) -> Admission {
+    ) -> Decision {
         let mode = Mode::from_u8(self.mode.load(Ordering::Relaxed));
         if mode == Mode::Off {
             // Switched off since the fast path looked.
-            return Admission::ready(Ok(Permit::bypass()));
+            return Decision::Admitted(Permit::bypass());
         }
         self.wait_for_room(Facts {
             mode,
@@ -584,6 +590,7 @@ impl Held {
             expected: None,
             in_context,
         })
+        .into_decision()
     }
 
     /// The rest of an admission that found no room: refused if it can
