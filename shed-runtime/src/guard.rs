@@ -38,8 +38,9 @@ pub fn count_fallback(policy: &'static Policy) {
 /// Not public API: what `#[shed]` expands to.
 ///
 /// The common case (slots free, no deadline) is decided inline with one
-/// task-local lookup and one compare-and-swap; everything else goes
-/// through [`Held::decide`].
+/// task-local lookup and one compare-and-swap; a call that then found no
+/// room goes straight to the waiting half of [`Held::decide`]
+/// ([`Held::wait_after_fast_path`]), everything else through all of it.
 #[doc(hidden)]
 #[inline]
 pub fn admit(policy: &'static Policy) -> Decision {
