@@ -33,12 +33,12 @@ pub(crate) struct CallContext {
     attempt: u32,
 }
 
-/// The current limiter (`None`: the process-wide one) and deadline.
+/// The current limiter (`None`: the process-wide one) and deadline; `None`
+/// outside any call context (the task's calls then have no tenant and are
+/// first attempts: see [`Caller::OUTSIDE`]).
 #[inline]
-pub(crate) fn current() -> (Option<ScopedLimiter>, Option<Instant>) {
-    CONTEXT
-        .try_with(|c| (c.limiter.clone(), c.deadline))
-        .unwrap_or((None, None))
+pub(crate) fn current() -> Option<(Option<ScopedLimiter>, Option<Instant>)> {
+    CONTEXT.try_with(|c| (c.limiter.clone(), c.deadline)).ok()
 }
 
 pub(crate) fn current_limiter() -> Option<ScopedLimiter> {
@@ -70,6 +70,17 @@ pub(crate) struct Caller {
     pub(crate) plan: Option<Arc<str>>,
 }
 
+impl Caller {
+    /// The caller of a task outside any call context: a first attempt,
+    /// without a tenant.
+    pub(crate) const OUTSIDE: Caller = Caller {
+        attempt: 1,
+        tenant: None,
+        name: None,
+        plan: None,
+    };
+}
+
 pub(crate) fn current_caller() -> Caller {
     CONTEXT
         .try_with(|c| Caller {
@@ -78,12 +89,7 @@ pub(crate) fn current_caller() -> Caller {
             name: c.name.clone(),
             plan: c.plan.clone(),
         })
-        .unwrap_or(Caller {
-            attempt: 1,
-            tenant: None,
-            name: None,
-            plan: None,
-        })
+        .unwrap_or(Caller::OUTSIDE)
 }
 
 pub(crate) fn current_attempt() -> u32 {

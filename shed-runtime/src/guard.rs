@@ -5,19 +5,22 @@
 use tokio::time::Instant;
 
 pub use crate::limiter::Decision;
-use crate::limiter::{Held, Limiter, Request};
+use crate::limiter::{Held, Limiter, NotAtOnce, Request};
 use crate::policy::Policy;
 
 impl Held {
-    /// The limiter guarded calls use here, and the caller's deadline.
+    /// The limiter guarded calls use here, the caller's deadline, and
+    /// whether the caller runs in a call context.
     #[inline]
-    fn current() -> (Held, Option<Instant>) {
-        let (scoped, deadline) = crate::context::current();
+    fn current() -> (Held, Option<Instant>, bool) {
+        let context = crate::context::current();
+        let in_context = context.is_some();
+        let (scoped, deadline) = context.unwrap_or((None, None));
         let held = match scoped {
-            Some(scoped) => Held::Scoped(Limiter::from_scoped(scoped).inner),
-            None => Held::Global(&Limiter::global().inner),
+            Some(scoped) => Held::scoped(Limiter::from_scoped(scoped).inner),
+            None => Held::global(&Limiter::global().inner),
         };
-        (held, deadline)
+        (held, deadline, in_context)
     }
 }
 
@@ -35,20 +38,24 @@ pub fn count_fallback(policy: &'static Policy) {
 /// Not public API: what `#[shed]` expands to.
 ///
 /// The common case (slots free, no deadline) is decided inline with one
-/// task-local lookup and one compare-and-swap; everything else goes
-/// through [`Held::decide`].
+/// task-local lookup and one compare-and-swap; a call that then found no
+/// room goes straight to the waiting half of [`Held::decide`]
+/// ([`Held::wait_after_fast_path`]), everything else through all of it.
 #[doc(hidden)]
 #[inline]
 pub fn admit(policy: &'static Policy) -> Decision {
-    let (held, deadline) = Held::current();
+    let (held, deadline, in_context) = Held::current();
     let class = held.policy_class(policy);
     let weight = u64::from(policy.weight());
     match (class, deadline) {
         (Ok(class), None) => match held.admit_at_once(class, weight, &policy.stats) {
             Ok(permit) => Decision::Admitted(permit),
-            Err(held) => Held::decide(request(held, Ok(class), policy, true), None).into_decision(),
+            Err(NotAtOnce::NoRoom(held)) => held.wait_after_fast_path(class, policy, in_context),
+            Err(NotAtOnce::Checks(held)) => {
+                Held::decision(request(held, Ok(class), policy, in_context), None)
+            }
         },
-        _ => Held::decide(request(held, class, policy, false), deadline).into_decision(),
+        _ => Held::decision(request(held, class, policy, in_context), deadline),
     }
 }
 
@@ -58,7 +65,7 @@ fn request(
     held: Held,
     class: Result<usize, crate::rejected::Reason>,
     policy: &'static Policy,
-    fast_path_tried: bool,
+    in_context: bool,
 ) -> Request {
     Request {
         held,
@@ -67,6 +74,6 @@ fn request(
         name: policy.name(),
         max_wait: policy.max_wait(),
         policy: Some((&policy.stats, policy.class())),
-        fast_path_tried,
+        in_context,
     }
 }

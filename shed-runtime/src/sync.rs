@@ -61,3 +61,66 @@ impl WakerSlot {
         lock(&self.0).take()
     }
 }
+
+/// A value written once by whoever settles a waiter, under the queue lock,
+/// and published by the `SeqCst` store of the waiter's status; read only
+/// by someone who saw that store. Under `loom`, loom's cell, which checks
+/// that the accesses never overlap.
+#[derive(Debug)]
+pub(crate) struct PublishedCell<T>(
+    #[cfg(not(shed_loom))] std::cell::UnsafeCell<T>,
+    #[cfg(shed_loom)] loom::cell::UnsafeCell<T>,
+);
+
+// SAFETY: the cell is written and read only as `write` and `read` require
+// (never at once), and `T` is sent between the threads that do.
+unsafe impl<T: Send> Sync for PublishedCell<T> {}
+
+impl<T: Copy> PublishedCell<T> {
+    pub(crate) fn new(value: T) -> Self {
+        #[cfg(not(shed_loom))]
+        return Self(std::cell::UnsafeCell::new(value));
+        #[cfg(shed_loom)]
+        return Self(loom::cell::UnsafeCell::new(value));
+    }
+
+    /// Sets the value through an exclusive reference (a waiter nobody
+    /// shares).
+    #[cfg_attr(shed_loom, allow(dead_code))] // the spare is not modelled
+    pub(crate) fn set(&mut self, value: T) {
+        *self = Self::new(value);
+    }
+
+    /// Writes the value.
+    ///
+    /// # Safety
+    ///
+    /// No other access to the cell may overlap: the caller holds the lock
+    /// every writer takes, and nobody reads before the store that
+    /// publishes this write (made after it).
+    pub(crate) unsafe fn write(&self, value: T) {
+        #[cfg(not(shed_loom))]
+        // SAFETY: no overlapping access (the caller's contract).
+        unsafe {
+            *self.0.get() = value;
+        }
+        #[cfg(shed_loom)]
+        // SAFETY: as above; loom checks it.
+        self.0.with_mut(|p| unsafe { *p = value });
+    }
+
+    /// Reads the value.
+    ///
+    /// # Safety
+    ///
+    /// The caller saw the store that published the last write, and no
+    /// write comes after it.
+    pub(crate) unsafe fn read(&self) -> T {
+        #[cfg(not(shed_loom))]
+        // SAFETY: the write happened before (the caller's contract).
+        return unsafe { *self.0.get() };
+        #[cfg(shed_loom)]
+        // SAFETY: as above; loom checks it.
+        return self.0.with(|p| unsafe { *p });
+    }
+}

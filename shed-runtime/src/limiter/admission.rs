@@ -53,10 +53,11 @@ pub(crate) struct Request {
     pub(crate) name: &'static str,
     pub(crate) max_wait: Option<Duration>,
     pub(crate) policy: Option<(&'static PolicyStats, &'static str)>,
-    /// Whether the caller went through `Held::admit_at_once` first, which
-    /// tries the fast path whenever the class admits all of its calls:
-    /// `decide` then does not try it a second time.
-    pub(crate) fast_path_tried: bool,
+    /// Whether the caller may run in a call context (a scope that can
+    /// give it a tenant or an attempt number): false only when the guard
+    /// found none a moment ago, so that a call that waits does not look
+    /// its caller up again.
+    pub(crate) in_context: bool,
 }
 
 impl Admission {
@@ -115,6 +116,7 @@ impl Admission {
 
 impl Admission {
     /// What the generated code does next: run, refuse, or await.
+    #[inline]
     pub(crate) fn into_decision(mut self) -> super::Decision {
         match &mut self.state {
             State::Ready(result) => match result.take().expect("fresh admission") {
@@ -154,14 +156,13 @@ fn outcome(
         Status::Granted => {
             // The dispatcher's clock: its grant is when the slots became
             // the call's.
-            let waited = waiter.waited();
-            let now = waiter.arrived + waited;
+            let granted = waiter.granted_at().expect("granted");
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.
-            let permit = Permit::new(held.clone(), class, waiter.weight, Some(now), stats)
+            let permit = Permit::new(held.clone(), class, waiter.weight, Some(granted), stats)
                 .with_deadline(waiter.deadline);
             let counters = &held.core.classes[class].counters;
-            counters.record_queue_wait(waited);
+            counters.record_queue_wait(waiter.arrived, granted);
             Ok(permit)
         }
         Status::Refused(reason) => {

@@ -183,7 +183,7 @@ impl Core {
         if queue.class_flag_changes(waiter.class, true) {
             state.set_waiters(true);
         }
-        if self.waits_alone_behind_the_capacity(&mut queue, waiter) {
+        if self.waits_alone_behind_the_capacity(&mut queue, state, waiter) {
             return Status::Pending;
         }
         // The waiter's arrival stands in for the clock: read just before
@@ -218,8 +218,8 @@ impl Core {
     }
 
     /// The common way into the queue, decided without a dispatch: the
-    /// arrival (queued already) waits alone, and the limiter has no room
-    /// for it. Sets the limiter's flag first, as every dispatch does (see
+    /// arrival (queued already, of `class`) waits alone, and the limiter
+    /// has no room for it. Sets the limiter's flag first, as every dispatch does (see
     /// the module docs), then reads the word: a release or an undone take
     /// that this read does not see comes later in the word's order than
     /// the flag, so it sees the flag and dispatches. Nothing else that a
@@ -231,7 +231,12 @@ impl Core {
     /// who could be admitted (the capacity is what keeps it out) and
     /// costs at most one dispatch more at the next release. The
     /// standing-queue controls watch every arrival: with them, never.
-    fn waits_alone_behind_the_capacity(&self, queue: &mut WaitQueue, waiter: &Waiter) -> bool {
+    fn waits_alone_behind_the_capacity(
+        &self,
+        queue: &mut WaitQueue,
+        class: &ClassState,
+        waiter: &Waiter,
+    ) -> bool {
         if queue.len() != 1 || self.discipline.watches().is_some() {
             return false;
         }
@@ -241,7 +246,7 @@ impl Core {
         }
         let word = self.word.load();
         word.in_flight + waiter.weight > word.capacity
-            && waiter.weight <= self.classes[waiter.class].limit(word.capacity)
+            && waiter.weight <= class.limit(word.capacity)
             && waiter.expired_at(waiter.arrived).is_none()
     }
 
@@ -373,7 +378,8 @@ impl Core {
         for &floors_only in passes {
             for position in 0..ranks {
                 let c = queue.by_rank[position];
-                let floor = u64::from(self.classes[c].spec.floor_slots());
+                let state = &self.classes[c];
+                let floor = u64::from(state.spec.floor_slots());
                 if floors_only && floor == 0 {
                     continue;
                 }
@@ -384,29 +390,35 @@ impl Core {
                     // With one lane of arrival order served from its front
                     // and no standing-queue drops, the waiter served next
                     // is the class's oldest, whose time the check below
-                    // looks at anyway: no separate pass over the heads.
-                    if end == End::Back
-                        || self.discipline.codel_drops
-                        || !queue.serves_oldest_first(c)
-                    {
+                    // looks at anyway: no separate pass over the heads,
+                    // and the lane is reached directly.
+                    let lone = match end {
+                        End::Front if !self.discipline.codel_drops => queue.lone_lane(c),
+                        _ => None,
+                    };
+                    if lone.is_none() {
                         self.refuse_stale(queue, c, &mut now);
                     }
                     // Looked at in place, taken out only once decided: no
                     // reference count is touched for a waiter that stays.
-                    let Some(waiter) = queue.peek(c, end) else {
+                    let peeked = match lone {
+                        Some(band) => queue.lone_front(c, band),
+                        None => queue.peek(c, end),
+                    };
+                    let Some(waiter) = peeked else {
                         break;
                     };
-                    if let Some(reason) = self.refusal_at_dispatch(waiter, &mut now) {
-                        let waiter = queue.pop(c, end).expect("peeked");
+                    if let Some(reason) = self.refusal_at_dispatch(state, waiter, &mut now) {
+                        let waiter = queue.pop_served(c, lone, end);
                         self.refuse_overflow(queue, &waiter, reason);
                         continue;
                     }
                     if floors_only && self.class_in_flight(c) >= floor {
                         break;
                     }
-                    match self.try_grant(waiter) {
+                    match self.try_grant(state, waiter) {
                         Grant::Granted => {
-                            let waiter = queue.pop(c, end).expect("peeked");
+                            let waiter = queue.pop_served(c, lone, end);
                             if let Some(task) = waiter.grant_quietly(now.get()) {
                                 match granted {
                                     None => granted = Some(task),
@@ -428,11 +440,16 @@ impl Core {
         granted
     }
 
-    /// Why `waiter` must leave the queue without being served, if it must:
-    /// its class was switched off, it ran out of time, or it can never fit
-    /// (the capacity fell below its weight while it waited).
-    fn refusal_at_dispatch(&self, waiter: &Waiter, now: &mut LazyNow) -> Option<Reason> {
-        let class = &self.classes[waiter.class];
+    /// Why `waiter` (of `class`) must leave the queue without being
+    /// served, if it must: its class was switched off, it ran out of time,
+    /// or it can never fit (the capacity fell below its weight while it
+    /// waited).
+    fn refusal_at_dispatch(
+        &self,
+        class: &ClassState,
+        waiter: &Waiter,
+        now: &mut LazyNow,
+    ) -> Option<Reason> {
         if !class.is_enabled() {
             return Some(Reason::Disabled);
         }
@@ -507,8 +524,9 @@ impl Core {
         }
     }
 
-    fn try_grant(&self, waiter: &Waiter) -> Grant {
-        let class = &self.classes[waiter.class];
+    /// Takes `waiter`'s slots, of its class's share (`class`) and of the
+    /// limiter, if both have room.
+    fn try_grant(&self, class: &ClassState, waiter: &Waiter) -> Grant {
         // The dispatcher serves the class's own waiters, so it does not
         // yield to the class's flag.
         if class.try_take(waiter.weight, self.word.capacity(), false) != ClassTake::Taken {

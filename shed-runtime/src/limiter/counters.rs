@@ -2,9 +2,11 @@
 //! atomics, and the exact admission totals. The reporter
 //! ([`crate::metrics`]) reads them and publishes them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::core::Core;
 use super::state::{ADMITTED_BITS, CLASS_ADMITTED_BITS};
@@ -32,7 +34,10 @@ pub(crate) struct ClassCounters {
     /// handles). Written once per interval, read on the recording paths,
     /// which are off the admission fast path: queue waits (calls that
     /// waited), sampled service times, HTTP latencies.
-    pub(crate) handles: RwLock<Option<ClassHandles>>,
+    handles: RwLock<Option<ClassHandles>>,
+    /// Whether `handles` was ever set: until a reporter registers the
+    /// histograms (without one, always), the recording paths skip the lock.
+    has_handles: AtomicBool,
 }
 
 /// The histograms a class records to, registered by the reporter.
@@ -54,17 +59,37 @@ impl ClassCounters {
         self.observed[reason.index()].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Gives the class the histograms registered with the current
+    /// recorder; the recording paths use them from then on.
+    pub(crate) fn set_handles(&self, handles: ClassHandles) {
+        *self.handles.write().unwrap_or_else(PoisonError::into_inner) = Some(handles);
+        self.has_handles.store(true, Ordering::Release);
+    }
+
+    #[inline]
     fn with_handles(&self, record: impl FnOnce(&ClassHandles)) {
+        // A record racing the first registration may be missed, as one
+        // made just before it would be.
+        if !self.has_handles.load(Ordering::Relaxed) {
+            return;
+        }
         let handles = self.handles.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(handles) = handles.as_ref() {
             record(handles);
         }
     }
 
-    pub(crate) fn record_queue_wait(&self, waited: Duration) {
-        self.with_handles(|h| h.queue_wait.record(waited.as_secs_f64()));
+    /// Records the queue wait of a call that arrived at `arrived` and was
+    /// granted at `granted` (worked out only if there is a histogram).
+    #[inline]
+    pub(crate) fn record_queue_wait(&self, arrived: Instant, granted: Instant) {
+        self.with_handles(|h| {
+            let waited = granted.saturating_duration_since(arrived);
+            h.queue_wait.record(waited.as_secs_f64());
+        });
     }
 
+    #[inline]
     pub(crate) fn record_service(&self, took: Duration) {
         self.with_handles(|h| h.service.record(took.as_secs_f64()));
     }

@@ -135,6 +135,7 @@ impl FairBand {
     /// band, served in arrival order, and the turn lists stay empty (the
     /// table, once made, stays, and [`FairBand::lane_for`] enters the
     /// anonymous lane in the lists when it makes it).
+    #[inline]
     pub(crate) fn anonymous_only(&self) -> bool {
         self.lanes.len() == 1
     }
@@ -157,6 +158,7 @@ impl FairBand {
     /// The lane for a waiter of `tenant`: its own, a free one among its
     /// probes (claimed), or, when all of those are busy with other
     /// tenants, its first probe, shared.
+    #[inline]
     fn lane_for(&mut self, tenant: Option<u64>) -> usize {
         let Some(tenant) = tenant else {
             if self.lanes.is_empty() {
@@ -192,6 +194,7 @@ impl FairBand {
     }
 
     /// Queues `waiter` in its tenant's lane, by arrival.
+    #[inline]
     pub(crate) fn push(&mut self, waiter: Arc<Waiter>) {
         let lane = self.lane_for(waiter.tenant.key);
         waiter.tenant.set_lane(lane);
@@ -274,6 +277,7 @@ impl FairBand {
 
     /// The waiter served next: from `end` of the lane [`FairBand::next`]
     /// picks.
+    #[inline]
     pub(crate) fn peek(&self, end: End) -> Option<&Arc<Waiter>> {
         let waiters = if self.anonymous_only() {
             &self.lanes[ANONYMOUS].waiters
@@ -287,8 +291,28 @@ impl FairBand {
         }
     }
 
+    /// The oldest waiter of a band that holds only the anonymous lane
+    /// ([`FairBand::anonymous_only`]): what `peek(End::Front)` shows.
+    #[inline]
+    pub(crate) fn anonymous_front(&self) -> Option<&Arc<Waiter>> {
+        debug_assert!(self.anonymous_only());
+        self.lanes[ANONYMOUS].waiters.front()
+    }
+
+    /// Removes the waiter [`FairBand::anonymous_front`] shows, as
+    /// `pop(End::Front)` does in a band without tenants (no turns, no
+    /// history to keep).
+    #[inline(always)]
+    pub(crate) fn pop_anonymous_front(&mut self) -> Option<Arc<Waiter>> {
+        debug_assert!(self.anonymous_only());
+        let waiter = self.lanes[ANONYMOUS].waiters.pop_front()?;
+        self.forget(&waiter);
+        Some(waiter)
+    }
+
     /// Removes the waiter [`FairBand::peek`] shows; the lane's turn passes
     /// (it goes to the back of the turns, if it still has waiters).
+    #[inline]
     pub(crate) fn pop(&mut self, end: End) -> Option<Arc<Waiter>> {
         if self.anonymous_only() {
             let waiters = &mut self.lanes[ANONYMOUS].waiters;
@@ -326,6 +350,7 @@ impl FairBand {
 
     /// Counts a dispatch; at the end of a window, the window under way
     /// becomes the previous one. Without tenants there is no history.
+    #[inline]
     fn dispatched(&mut self) {
         if self.lanes.len() == 1 {
             return;
@@ -465,6 +490,7 @@ impl FairBand {
     }
 
     /// Removes `waiter` if it is still queued: a binary search in its lane.
+    #[inline(always)]
     pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
         let lane = waiter.tenant.lane();
         let Some(waiters) = self.lanes.get_mut(lane).map(|l| &mut l.waiters) else {
@@ -516,6 +542,7 @@ impl FairBand {
         }
     }
 
+    #[inline]
     fn forget(&mut self, waiter: &Waiter) {
         self.len -= 1;
         self.weight -= waiter.weight;

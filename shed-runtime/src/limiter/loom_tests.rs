@@ -87,6 +87,31 @@ fn loom_cancel_racing_a_release_leaks_nothing() {
 }
 
 #[test]
+fn loom_a_waiter_reads_its_grant_time_only_once_it_is_published() {
+    loom::model(|| {
+        let core = core(1, 1.0);
+        assert!(core.try_acquire(0, 1).is_some());
+        let arrived = Instant::now();
+        let at = arrived + std::time::Duration::from_millis(3);
+        let waiter = Waiter::new(0, 1, arrived, None, None, false);
+        assert_eq!(core.enqueue(&waiter), Status::Pending);
+        let releaser = {
+            let core = core.clone();
+            thread::spawn(move || core.release_at(0, 1, Some(at)))
+        };
+        // Racing the grant: nothing, or the dispatcher's time (loom's cell
+        // fails the model if the read could overlap the write).
+        if let Some(granted) = waiter.granted_at() {
+            assert_eq!(granted, at);
+        }
+        releaser.join().unwrap();
+        assert_eq!(waiter.granted_at(), Some(at));
+        core.release(0, 1);
+        assert_idle(&core);
+    });
+}
+
+#[test]
 fn loom_concurrent_callers_never_exceed_a_share() {
     loom::model(|| {
         // Capacity 2, share 0.5: at most one call of the class at a time.

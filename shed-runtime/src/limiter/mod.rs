@@ -109,20 +109,53 @@ impl std::fmt::Debug for Limiter {
 
 /// Which limiter a call holds slots of: the process-wide one without a
 /// reference count, a scoped one with.
+///
+/// A pointer read without a branch (every step of an admission reaches
+/// the limiter through it), and the reference count that keeps a scoped
+/// limiter alive beside it.
 #[derive(Clone)]
-pub(crate) enum Held {
-    Global(&'static Inner),
-    Scoped(Arc<Inner>),
+pub(crate) struct Held {
+    /// Valid while this value lives: the process-wide limiter is
+    /// `'static`, a scoped one is kept alive by `_owner`, whose allocation
+    /// it points into (an `Arc`'s contents never move).
+    inner: std::ptr::NonNull<Inner>,
+    /// Never read: held for its reference count.
+    _owner: Option<Arc<Inner>>,
+}
+
+// SAFETY: `Held` is a `&Inner` (`'static`, or borrowed from its own
+// `Arc<Inner>`) and that `Arc`, both `Send` and `Sync` as `Inner` is.
+unsafe impl Send for Held {}
+// SAFETY: as above.
+unsafe impl Sync for Held {}
+
+impl Held {
+    /// The process-wide limiter.
+    #[inline]
+    pub(crate) fn global(inner: &'static Inner) -> Self {
+        Self {
+            inner: std::ptr::NonNull::from(inner),
+            _owner: None,
+        }
+    }
+
+    /// A scoped limiter, kept alive by `inner`.
+    #[inline]
+    pub(crate) fn scoped(inner: Arc<Inner>) -> Self {
+        Self {
+            inner: std::ptr::NonNull::from(&*inner),
+            _owner: Some(inner),
+        }
+    }
 }
 
 impl std::ops::Deref for Held {
     type Target = Inner;
 
+    #[inline]
     fn deref(&self) -> &Inner {
-        match self {
-            Held::Global(inner) => inner,
-            Held::Scoped(inner) => inner,
-        }
+        // SAFETY: `inner` is valid while `self` lives (see the field).
+        unsafe { self.inner.as_ref() }
     }
 }
 
@@ -185,7 +218,7 @@ impl Limiter {
     /// integrations and tests; `#[shed]` fns use their policy instead).
     /// The call waits at most the class's default `max_wait`.
     pub fn acquire(&self, class: &str, weight: u32, name: &'static str) -> Admission {
-        let held = Held::Scoped(Arc::clone(&self.inner));
+        let held = Held::scoped(Arc::clone(&self.inner));
         let class = self.inner.class_index(class).ok_or(Reason::UnknownClass);
         Admission::start(admission::Request {
             held,
@@ -194,13 +227,13 @@ impl Limiter {
             name,
             max_wait: None,
             policy: None,
-            fast_path_tried: false,
+            in_context: true,
         })
     }
 
     /// Asks for slots as the guarded fn `policy` would, on this limiter.
     pub fn acquire_as(&self, policy: &'static Policy) -> Admission {
-        let held = Held::Scoped(Arc::clone(&self.inner));
+        let held = Held::scoped(Arc::clone(&self.inner));
         Admission::start(admission::Request {
             class: held.policy_class(policy),
             held,
@@ -208,7 +241,7 @@ impl Limiter {
             name: policy.name(),
             max_wait: policy.max_wait(),
             policy: Some((&policy.stats, policy.class())),
-            fast_path_tried: false,
+            in_context: true,
         })
     }
 
@@ -333,6 +366,32 @@ impl Inner {
     }
 }
 
+/// Why [`Held::admit_at_once`] did not admit: a check it leaves to
+/// [`Held::decide`] (the limiter off, the class off or held back by the
+/// overload controller), or no room on the fast path.
+pub(crate) enum NotAtOnce {
+    Checks(Held),
+    NoRoom(Held),
+}
+
+/// What an admission that found no room knows already.
+struct Facts {
+    mode: Mode,
+    class: usize,
+    weight: u64,
+    name: &'static str,
+    max_wait: Option<Duration>,
+    stats: Option<&'static PolicyStats>,
+    /// The caller's deadline.
+    deadline: Option<Instant>,
+    /// The clock, if read already (for the deadline).
+    now: Option<Instant>,
+    /// The fn's expected service time, if read already (for the deadline).
+    expected: Option<Duration>,
+    /// Whether the caller may run in a call context (see `Request`).
+    in_context: bool,
+}
+
 impl Held {
     /// The class index of `policy` on this limiter, cached in the policy.
     #[inline]
@@ -351,20 +410,21 @@ impl Held {
     /// when the limiter is not off, the class is on and admits all of its
     /// calls, and both the class's share and the capacity have room. One
     /// compare-and-swap; gives `self` back when the call must go through
-    /// [`decide`](Held::decide).
+    /// [`decide`](Held::decide) ([`NotAtOnce::Checks`]) or found no room
+    /// ([`NotAtOnce::NoRoom`], for [`Held::wait_after_fast_path`]).
     #[inline]
     pub(crate) fn admit_at_once(
         self,
         class: usize,
         weight: u64,
         stats: &'static PolicyStats,
-    ) -> Result<Permit, Held> {
+    ) -> Result<Permit, NotAtOnce> {
         let state = &self.core.classes[class];
         if self.mode.load(Ordering::Relaxed) == Mode::Off.to_u8()
             || !state.is_enabled()
             || !state.admits_everything()
         {
-            return Err(self);
+            return Err(NotAtOnce::Checks(self));
         }
         match self.core.try_acquire(class, weight) {
             Some(admitted) => {
@@ -375,7 +435,7 @@ impl Held {
                 });
                 Ok(Permit::new(self, class, weight, start, Some(stats)))
             }
-            None => Err(self),
+            None => Err(NotAtOnce::NoRoom(self)),
         }
     }
 
@@ -393,6 +453,12 @@ impl Held {
         self.core.classes[class].counters.count_fallback();
     }
 
+    /// [`Held::decide`], as the generated code goes on from it: run,
+    /// refuse, or await.
+    pub(crate) fn decision(request: Request, deadline: Option<Instant>) -> Decision {
+        Self::decide(request, deadline).into_decision()
+    }
+
     /// Every admission decision, in the order the seeds prescribe: cheap
     /// refusals first (class off, deadline), then the lock-free fast path,
     /// then the bounded queue with a measured-wait budget. `deadline` is
@@ -405,7 +471,7 @@ impl Held {
             name,
             max_wait,
             policy,
-            fast_path_tried,
+            in_context,
         } = request;
         let mode = Mode::from_u8(held.mode.load(Ordering::Relaxed));
         if mode == Mode::Off {
@@ -425,12 +491,11 @@ impl Held {
         let state = &held.core.classes[class];
 
         // Refusals that need no slot and no wait.
-        let admits_everything = state.admits_everything();
         let mut now = None;
         let mut expected = None;
         let refusal = if !state.is_enabled() {
             Some(Reason::Disabled)
-        } else if !admits_everything
+        } else if !state.admits_everything()
             && !state.admitted_by_controller(crate::context::current_tenant())
         {
             // The tenant is looked up only while the controller holds the
@@ -463,17 +528,7 @@ impl Held {
             return held.refuse_or_observe(mode, class, weight, reason, name, now, stats, deadline);
         }
 
-        // Tried once already by a caller that found no room a moment ago
-        // (with the class admitting everything; else it did not try): a
-        // second try would almost always fail the same way, and a slot
-        // given back in between is seen on the way into the queue
-        // (`Core::enqueue` reads the word after setting the waiters flag).
-        let admitted = if fast_path_tried && admits_everything {
-            None
-        } else {
-            held.core.try_acquire(class, weight)
-        };
-        if let Some(admitted) = admitted {
+        if let Some(admitted) = held.core.try_acquire(class, weight) {
             if admitted & held.sample_mask == 0 {
                 // Sampled: a tenant's admissions cost nothing more on the
                 // fast path than the service-time sampling does.
@@ -489,6 +544,73 @@ impl Held {
         }
 
         // No room now: the call would have to wait.
+        let facts = Facts {
+            mode,
+            class,
+            weight,
+            name,
+            max_wait,
+            stats,
+            deadline,
+            now,
+            expected,
+            in_context,
+        };
+        held.wait_for_room(facts)
+    }
+
+    /// The guard's way in after its own try of the fast path (see
+    /// [`Held::admit_at_once`]) found no room, with the limiter not off and
+    /// the class on and admitting all of its calls: what [`Held::decide`]
+    /// does next for a caller without a deadline, without its checks and
+    /// its try a second time. A second try would almost always fail the
+    /// same way a moment later, and a slot given back in between is seen
+    /// on the way into the queue (`Core::enqueue` reads the word after
+    /// setting the waiters flag).
+    pub(crate) fn wait_after_fast_path(
+        self,
+        class: usize,
+        policy: &'static Policy,
+        in_context: bool,
+    ) -> Decision {
+        let mode = Mode::from_u8(self.mode.load(Ordering::Relaxed));
+        if mode == Mode::Off {
+            // Switched off since the fast path looked.
+            return Decision::Admitted(Permit::bypass());
+        }
+        self.wait_for_room(Facts {
+            mode,
+            class,
+            weight: u64::from(policy.weight()),
+            name: policy.name(),
+            max_wait: policy.max_wait(),
+            stats: Some(&policy.stats),
+            deadline: None,
+            now: None,
+            expected: None,
+            in_context,
+        })
+        .into_decision()
+    }
+
+    /// The rest of an admission that found no room: refused if it can
+    /// never fit, admitted unchecked in observe mode, else queued with its
+    /// budget's timer.
+    fn wait_for_room(self, facts: Facts) -> Admission {
+        let held = self;
+        let Facts {
+            mode,
+            class,
+            weight,
+            name,
+            max_wait,
+            stats,
+            deadline,
+            now,
+            expected,
+            in_context,
+        } = facts;
+        let state = &held.core.classes[class];
         if weight > state.limit(held.core.word.capacity()) {
             return held.refuse_or_observe(
                 mode,
@@ -511,7 +633,7 @@ impl Held {
         });
         let mut gives_up = (arrived + budget, Reason::MaxWait);
         if let Some(deadline) = deadline {
-            // Read already by the deadline check above.
+            // Read already by `decide`'s deadline check.
             let expected = expected.unwrap_or_else(|| held.expected_service(stats));
             let last_start = deadline.checked_sub(expected).unwrap_or(arrived);
             if last_start < gives_up.0 {
@@ -532,8 +654,13 @@ impl Held {
                 deadline,
             );
         }
-        // The caller's attempt and tenant, in one lookup of its context.
-        let caller = crate::context::current_caller();
+        // The caller's attempt and tenant, in one lookup of its context
+        // (none outside any context).
+        let caller = if in_context {
+            crate::context::current_caller()
+        } else {
+            crate::context::Caller::OUTSIDE
+        };
         let retry = held.core.discipline.retries_yield && caller.attempt > 1;
         let tier = held.tiers.rank(caller.plan.as_deref());
         let tenant = self::fair::TenantTag::named(caller.tenant, tier, caller.name);

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::fair::{key, FairBand, TenantTag};
 use crate::rejected::Reason;
-use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering, WakerSlot};
+use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering, PublishedCell, WakerSlot};
 
 const PENDING: u8 = 0;
 const GRANTED: u8 = 1;
@@ -37,10 +37,12 @@ pub(crate) struct Waiter {
     /// The order in which it was queued: with `arrived`, its place in its
     /// class's queue (set under the queue lock).
     seq: AtomicU64,
-    /// When it was granted, in nanoseconds after `arrived` (set under the
-    /// queue lock before the grant is published), so that its future
-    /// reads no clock of its own for its queue wait and its permit.
-    granted_after: AtomicU64,
+    /// When it was granted, by the dispatcher's clock: written under the
+    /// queue lock before the grant is published, read by its future after
+    /// seeing the grant (see [`Waiter::granted_at`]), so that it reads no
+    /// clock of its own for its permit and its queue wait, and the
+    /// dispatcher works nothing out for it.
+    granted_at: PublishedCell<Instant>,
     status: AtomicU8,
     waker: WakerSlot,
     /// Its budget's timer, polled by its future alone (see `wait_timer`).
@@ -95,9 +97,9 @@ impl Waiter {
     /// `wait_timer`, which sets it).
     pub(crate) fn of(call: Call) -> Self {
         Self {
+            granted_at: PublishedCell::new(call.arrived),
             call,
             seq: AtomicU64::new(0),
-            granted_after: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
             waker: WakerSlot::new(),
             timer: Default::default(),
@@ -109,9 +111,9 @@ impl Waiter {
     /// without moving the whole waiter (its timer makes it large).
     #[cfg_attr(shed_loom, allow(dead_code))] // the spare is not modelled
     pub(crate) fn renew(&mut self, call: Call) {
+        self.granted_at.set(call.arrived);
         self.call = call;
         self.seq = AtomicU64::new(0);
-        self.granted_after = AtomicU64::new(0);
         self.status = AtomicU8::new(PENDING);
         self.waker = WakerSlot::new();
     }
@@ -165,18 +167,19 @@ impl Waiter {
     /// meanwhile sees it, and a task registering meanwhile is woken by its
     /// own registration (the `AtomicWaker` protocol).
     pub(crate) fn grant_quietly(&self, now: Instant) -> Option<Waker> {
-        let after = now.saturating_duration_since(self.arrived);
-        let nanos = u64::try_from(after.as_nanos()).unwrap_or(u64::MAX);
-        // Published by the status store that follows (`SeqCst`).
-        self.granted_after.store(nanos, Ordering::Relaxed);
+        // SAFETY: under the queue lock, as every grant; a waiter is granted
+        // once (it leaves the queue as it is), and its time is read only
+        // after the status store below, which publishes it (`SeqCst`).
+        unsafe { self.granted_at.write(now) };
         self.status.store(GRANTED, Ordering::SeqCst);
         self.waker.take()
     }
 
-    /// How long a granted waiter waited, by the dispatcher's clock (read
-    /// after seeing `Granted`): its grant is at `arrived` plus this.
-    pub(crate) fn waited(&self) -> std::time::Duration {
-        std::time::Duration::from_nanos(self.granted_after.load(Ordering::Relaxed))
+    /// When the waiter was granted, by the dispatcher's clock, if it was.
+    pub(crate) fn granted_at(&self) -> Option<Instant> {
+        // SAFETY: the grant's time is written before the status store that
+        // this load saw, and never again while the waiter is shared.
+        (self.status() == Status::Granted).then(|| unsafe { self.granted_at.read() })
     }
 
     pub(crate) fn refuse(&self, reason: Reason) {
@@ -245,6 +248,7 @@ fn band_of(waiter: &Waiter) -> usize {
 }
 
 impl ClassQueue {
+    #[inline]
     fn band(&mut self, index: usize) -> &mut FairBand {
         if self.bands.len() <= index {
             self.bands.resize_with(index + 1, FairBand::default);
@@ -257,6 +261,7 @@ impl ClassQueue {
     }
 
     /// The band served next: the first with waiters.
+    #[inline]
     fn served(&self) -> Option<usize> {
         self.bands.iter().position(|b| !b.is_empty())
     }
@@ -340,6 +345,7 @@ impl WaitQueue {
         self.len
     }
 
+    #[inline]
     pub(crate) fn queued_weight(&self) -> u64 {
         self.queued_weight
     }
@@ -348,6 +354,7 @@ impl WaitQueue {
     /// Arrival times are read before the lock is taken, so a caller can be
     /// overtaken on the way in; it is then placed by its arrival, keeping
     /// each lane sorted (which the searches rely on).
+    #[inline]
     pub(crate) fn push(&mut self, waiter: Arc<Waiter>) {
         self.queued_weight += waiter.weight;
         self.len += 1;
@@ -360,6 +367,7 @@ impl WaitQueue {
     }
 
     /// Whether `class` has queued waiters.
+    #[inline]
     pub(crate) fn has_waiters(&self, class: usize) -> bool {
         !self.per_class[class].is_empty()
     }
@@ -390,6 +398,7 @@ impl WaitQueue {
 
     /// Records that class `c`'s waiters flag is now `on`; returns whether
     /// that is a change (which the caller then makes in the class word).
+    #[inline]
     pub(crate) fn class_flag_changes(&mut self, class: usize, on: bool) -> bool {
         std::mem::replace(&mut self.class_flags[class], on) != on
     }
@@ -417,30 +426,72 @@ impl WaitQueue {
         Some(waiter)
     }
 
-    /// Whether the waiter [`WaitQueue::peek`] shows at the front is the
-    /// class's oldest: its waiters are all in one band, in one lane (no
-    /// tenant has waited in that band), so in arrival order.
-    pub(crate) fn serves_oldest_first(&self, class: usize) -> bool {
+    /// The band holding every waiter of `class` in one lane of arrival
+    /// order (no tenant has waited in it), if there is one: the waiter
+    /// [`WaitQueue::peek`] shows at the front is then the class's oldest,
+    /// and [`WaitQueue::lone_front`] and [`WaitQueue::pop_lone_front`]
+    /// reach it without going through the band's turns.
+    #[inline]
+    pub(crate) fn lone_lane(&self, class: usize) -> Option<usize> {
         let queue = &self.per_class[class];
         queue
             .served()
-            .is_some_and(|b| queue.bands[b].len() == queue.len && queue.bands[b].anonymous_only())
+            .filter(|&b| queue.bands[b].len() == queue.len && queue.bands[b].anonymous_only())
+    }
+
+    /// The oldest waiter of `class`, whose waiters are all in band `band`'s
+    /// one lane (see [`WaitQueue::lone_lane`]): what `peek(class, End::Front)`
+    /// shows.
+    #[inline]
+    pub(crate) fn lone_front(&self, class: usize, band: usize) -> Option<&Arc<Waiter>> {
+        self.per_class[class].bands[band].anonymous_front()
+    }
+
+    /// Removes the waiter [`WaitQueue::lone_front`] shows, as
+    /// `pop(class, End::Front)` does.
+    #[inline(always)]
+    pub(crate) fn pop_lone_front(&mut self, class: usize, band: usize) -> Option<Arc<Waiter>> {
+        let waiter = self.per_class[class].bands[band].pop_anonymous_front()?;
+        self.forget(&waiter);
+        Some(waiter)
     }
 
     /// The waiter of `class` to serve next: from the first band with
     /// waiters, the lane whose turn it is, at `end`.
+    #[inline]
     pub(crate) fn peek(&self, class: usize, end: End) -> Option<&Arc<Waiter>> {
         let queue = &self.per_class[class];
         queue.bands[queue.served()?].peek(end)
     }
 
     /// Removes the waiter [`WaitQueue::peek`] shows.
+    #[inline]
     pub(crate) fn pop(&mut self, class: usize, end: End) -> Option<Arc<Waiter>> {
         let queue = &mut self.per_class[class];
         let band = queue.served()?;
         let waiter = queue.bands[band].pop(end)?;
         self.forget(&waiter);
         Some(waiter)
+    }
+
+    /// Removes the waiter a dispatch looked at: [`WaitQueue::lone_front`]'s
+    /// if `lone` is the class's lone lane, else [`WaitQueue::peek`]'s.
+    ///
+    /// # Panics
+    ///
+    /// If there is no such waiter (the caller saw it under the same lock).
+    #[inline(always)]
+    pub(crate) fn pop_served(
+        &mut self,
+        class: usize,
+        lone: Option<usize>,
+        end: End,
+    ) -> Arc<Waiter> {
+        match lone {
+            Some(band) => self.pop_lone_front(class, band),
+            None => self.pop(class, end),
+        }
+        .expect("peeked")
     }
 
     /// Removes a waiter to make room for `arrival` (queued already, of a
@@ -483,6 +534,7 @@ impl WaitQueue {
     /// Removes `waiter` if it is still queued: a binary search in its lane
     /// by its arrival and queueing order, so cancelling or expiring one of
     /// many waiters costs a search and a move of pointers, not a scan.
+    #[inline(always)]
     pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
         let removed = self.per_class[waiter.class]
             .bands
@@ -494,6 +546,7 @@ impl WaitQueue {
         removed
     }
 
+    #[inline]
     fn forget(&mut self, waiter: &Waiter) {
         self.queued_weight -= waiter.weight;
         self.len -= 1;

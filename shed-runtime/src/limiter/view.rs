@@ -120,12 +120,7 @@ impl Limiter {
     /// the current recorder; the recording paths use them from then on.
     pub(crate) fn set_histograms(&self, handles: impl Fn(&'static str) -> ClassHandles) {
         for class in self.inner.core.classes.iter() {
-            *class
-                .counters
-                .handles
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                Some(handles(class.spec.name()));
+            class.counters.set_handles(handles(class.spec.name()));
         }
     }
 }
