@@ -337,7 +337,10 @@ impl Auto {
         if let Some(usual) = self.binding_rate.filter(|_| rate_binds) {
             // The service got much faster (a recovery): the no-load
             // latency is stale, and only a window well below the current
-            // limit shows the new one. Probe at half the limit next.
+            // limit shows the new one. Probe at half the limit next (the
+            // limit holds until then, below), judged against the faster
+            // rate: against the slow one, the probe of a 2-worker pool
+            // kept half its limit.
             if !self.startup && rate > 1.5 * usual {
                 self.deep_probe = true;
                 self.binding_rate = Some(rate);
