@@ -120,3 +120,38 @@ fn below_capacity_the_defaults_find_a_pool_of_slow_exponential_calls_and_throttl
         shed.timeline
     );
 }
+
+#[test]
+fn a_small_pool_of_short_calls_is_held_near_its_workers_not_at_four_times_them() {
+    // 4 fifo workers of 20 ms at 3x. Every window holds 12-31 calls, fewer
+    // than the 32 the throughput filter takes, and the bandwidth-delay
+    // product fell back to the limit itself: no shrink moved it, and after
+    // five such windows the queue's latency became the no-load latency.
+    // The limit sat at 15-24 for the 4 workers (p50 95 ms, p99 207 ms).
+    // Now it holds at 4-7 (p50 26 ms, p99 55 ms), serving as much: the
+    // product takes the short windows' rates, and a probe comes before a
+    // queue's latency is learned (either alone keeps it under 10 here;
+    // the unit tests in `auto.rs` pin each).
+    let text = r#"
+        name = "four-workers"
+        seconds = 10
+        seed = 1
+        [server]
+        workers = 4
+        model = "fifo"
+        [[traffic]]
+        rps = 600
+        service = "20ms"
+        service_dist = "const"
+        timeout = "250ms"
+    "#;
+    let scenario = Scenario::from_toml(text, "four-workers.toml").unwrap();
+    let shed = run(&scenario, PolicyKind::Shed, 1.0);
+    let limits: Vec<u32> = shed.timeline[1..].iter().filter_map(|s| s.limit).collect();
+    assert!(
+        limits.iter().all(|&l| l <= 10),
+        "near the 4 workers: {limits:?}"
+    );
+    assert!(shed.total.p99_ms <= 100.0, "{:?}", shed.total);
+    assert!(shed.total.goodput_rps >= 0.95 * 200.0, "{:?}", shed.total);
+}

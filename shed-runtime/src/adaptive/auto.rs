@@ -23,8 +23,8 @@ const PROBE_HOLDS: f64 = 0.95;
 const SLOWER: f64 = 0.6;
 /// How many windows the throughput filter remembers.
 const HORIZON: usize = 10;
-/// Consecutive windows of queueing after which the no-load latency is
-/// taken for stale.
+/// Consecutive windows of queueing after which a probe tells a queue the
+/// shrink did not reach from a stale no-load latency.
 const STALE_WINDOWS: u32 = 5;
 /// How far Little's latency (limit over throughput) may exceed the
 /// calls' own mean latency before the window counts as partly idle. While
@@ -56,10 +56,12 @@ const IDLE_WINDOW: f64 = 1.0;
 ///   absorb without queueing (Little's law). A queue alone does not end it.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
-///   bandwidth-delay product (at most by half); a window in which the
-///   limit binds while latency shows no queue grows it by `growth` (within
-///   10% of the lowest, and then judged by throughput as in startup), or
-///   by a quarter of that.
+///   bandwidth-delay product (at most by half; until a window of 32 calls
+///   was seen, the product takes the highest rate of the shorter windows);
+///   a window in which the limit binds while latency shows no queue grows
+///   it by `growth` (within 10% of the lowest, and then judged by
+///   throughput as in startup; by one slot at least), or by a quarter of
+///   that.
 /// - **Slowdown.** Two windows in a row with latency up and the throughput
 ///   below 0.6 of the usual at the same limit are every call getting
 ///   slower, not a queue (which keeps the throughput): the limit stays (a
@@ -69,7 +71,9 @@ const IDLE_WINDOW: f64 = 1.0;
 ///   window runs at `probe` times the limit. If it admits as many calls a
 ///   second, the rest of the concurrency was only queueing: the lower limit
 ///   stays. Either way its latency refreshes the no-queue latency, which
-///   sustained overload would otherwise never show.
+///   sustained overload would otherwise never show. A throughput 1.5 times
+///   the usual one is a recovery: the limit holds, the usual rate becomes
+///   the new one, and the next probe goes to half the limit.
 ///
 /// - **Idle before the load.** A window that binds, lasted at least 1 s
 ///   and ten times its calls' latency, and whose calls would have filled
@@ -77,9 +81,11 @@ const IDLE_WINDOW: f64 = 1.0;
 ///   (a window closes at its first calls): its throughput, which counts
 ///   the idle time, is not judged (the limit holds), its latency is.
 ///
-/// Both filters span the last ten windows; latency that reads as a queue
-/// for five windows in a row, without the throughput's fall, is taken for
-/// the new no-load latency.
+/// Both filters span the last ten windows. Latency that reads as a queue
+/// for five windows in a row, without the throughput's fall, is probed:
+/// if fewer slots admit as many calls a second, it was a queue (the lower
+/// limit stays); if not, it is the service's own, and becomes the no-load
+/// latency.
 #[derive(Debug, Clone)]
 pub struct Auto {
     /// Growth per window (one round trip) during startup (default 2).
@@ -101,6 +107,8 @@ pub struct Auto {
     /// The service's latency without a queue inside it, in seconds.
     no_load: Option<f64>,
     rates: Filter,
+    /// Throughput of every window, however few its calls.
+    any_rates: Filter,
     /// Binding windows since the last probe.
     since_probe: u32,
     /// Consecutive windows that read as queueing, and their lowest latency.
@@ -119,6 +127,9 @@ pub struct Auto {
     startup_pool: Pool,
     /// Whether the next probe goes to half the limit.
     deep_probe: bool,
+    /// Whether a probe was asked to tell a queue from a stale no-load
+    /// latency (latency high for [`STALE_WINDOWS`] windows at the product).
+    stale_probe: bool,
     /// Consecutive windows that read as a slowdown.
     slower_windows: u32,
 }
@@ -135,6 +146,7 @@ impl Default for Auto {
             startup: true,
             no_load: None,
             rates: Filter::default(),
+            any_rates: Filter::default(),
             since_probe: 0,
             stale: 0,
             stale_latency: f64::INFINITY,
@@ -144,6 +156,7 @@ impl Default for Auto {
             startup_stalls: 0,
             startup_pool: Pool::default(),
             deep_probe: false,
+            stale_probe: false,
             slower_windows: 0,
         }
     }
@@ -205,7 +218,7 @@ impl Auto {
 
     /// Highest recent throughput times lowest recent latency.
     fn bandwidth_delay(&self) -> Option<f64> {
-        Some(self.rates.max()? * self.no_load?)
+        Some(self.rates.max().or(self.any_rates.max())? * self.no_load?)
     }
 
     /// Moves the no-load latency `weight` of the way to `latency`.
@@ -227,9 +240,9 @@ impl LimitAlgorithm for Auto {
             return None;
         }
         let deep = std::mem::take(&mut self.deep_probe);
-        if self.probe_every == 0
-            || self.before_probe.is_some()
-            || (self.since_probe < self.probe_every && !deep)
+        if self.before_probe.is_some()
+            || (!self.stale_probe
+                && (self.probe_every == 0 || (self.since_probe < self.probe_every && !deep)))
         {
             return None;
         }
@@ -284,6 +297,9 @@ impl Auto {
         if !idle_before && w.finished >= MIN_SAMPLES {
             self.rates.push(rate);
         }
+        if !idle_before {
+            self.any_rates.push(rate);
+        }
         // The no-load latency only comes down here, a little at a time
         // (one window's mean is noisy); it goes up only when it is shown to
         // be stale (below).
@@ -300,23 +316,41 @@ impl Auto {
             let as_many = self
                 .binding_rate
                 .is_some_and(|usual| rate >= PROBE_HOLDS * usual);
+            let stale = std::mem::take(&mut self.stale_probe);
             // As many calls a second at the lower limit: the rest of the
             // concurrency was only queueing inside the service.
-            return if as_many && binds { w.limit } else { restore };
+            if as_many && binds {
+                self.stale = 0;
+                self.stale_latency = f64::INFINITY;
+                return w.limit;
+            }
+            if stale {
+                // Fewer calls a second with fewer slots: the latency that
+                // stayed high was the service's own (the no-load latency
+                // was measured too low, or every call got slower).
+                self.no_load = Some(self.stale_latency.min(latency));
+                self.stale = 0;
+                self.stale_latency = f64::INFINITY;
+            }
+            return restore;
+        }
+        if let Some(usual) = self.binding_rate.filter(|_| rate_binds) {
+            // The service got much faster (a recovery): the no-load
+            // latency is stale, and only a window well below the current
+            // limit shows the new one. Probe at half the limit next (the
+            // limit holds until then, below), judged against the faster
+            // rate: against the slow one, the probe of a 2-worker pool
+            // kept half its limit.
+            if !self.startup && rate > 1.5 * usual {
+                self.deep_probe = true;
+                self.binding_rate = Some(rate);
+            }
         }
         let no_load = self.no_load.unwrap_or(latency);
         let bdp = self.bandwidth_delay().unwrap_or(w.limit);
         let queueing = latency > self.tolerance * no_load;
         // The usual throughput before this window.
         let usual_rate = self.binding_rate.filter(|_| rate_binds && !self.startup);
-        if let Some(usual) = self.binding_rate.filter(|_| rate_binds) {
-            // The service got much faster (a recovery): the no-load
-            // latency is stale, and only a window well below the current
-            // limit shows the new one. Probe at half the limit next.
-            if !self.startup && rate > 1.5 * usual {
-                self.deep_probe = true;
-            }
-        }
         if rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
             self.binding_rate = Some(match self.binding_rate {
                 Some(r) => r + (rate - r) * 0.3,
@@ -392,7 +426,11 @@ impl Auto {
                 self.binding_rate = None;
                 self.deep_probe = false;
                 self.since_probe = 0;
-                return self.headroom * bdp.min(w.limit);
+                // Only the rates of full windows here: a startup window of
+                // a dozen calls, right after the limit doubled, reads the
+                // rate of the limit before (a 16-worker pool ended at 7).
+                let full = self.rates.max().zip(self.no_load).map(|(r, d)| r * d);
+                return self.headroom * full.unwrap_or(w.limit).min(w.limit);
             }
             return w.limit;
         }
@@ -418,6 +456,8 @@ impl Auto {
                 self.no_load = Some(no_load * slower);
                 self.rates = Filter::default();
                 self.rates.push(rate);
+                self.any_rates = Filter::default();
+                self.any_rates.push(rate);
                 self.binding_rate = Some(rate);
                 self.stale = 0;
                 self.stale_latency = f64::INFINITY;
@@ -427,21 +467,29 @@ impl Auto {
         if queueing {
             // A queue inside the service goes once the limit is down to the
             // bandwidth-delay product, within a few windows. Latency that
-            // stays high for longer does not come from a queue: every call
-            // got slower (a slowdown), or the no-load latency was measured
-            // too low. The lowest latency of those windows is the new one.
+            // stays high for longer is either a queue the product does not
+            // reach (its highest rate read high: a 16-worker pool held 28
+            // slots) or the service's own (every call got slower, or the
+            // no-load latency was measured too low). Taken for the latter,
+            // it ratcheted the limit up (13 to 59 slots for 16 workers
+            // after a slowdown), so a probe at fewer slots tells them
+            // apart: the lowest latency of those windows becomes the
+            // no-load one only if the probe admits fewer calls a second.
             self.stale += 1;
             self.stale_latency = self.stale_latency.min(latency);
-            if self.stale >= STALE_WINDOWS {
-                self.no_load = Some(self.stale_latency);
-                self.stale = 0;
-                self.stale_latency = f64::INFINITY;
-                return w.limit;
+            if self.stale >= STALE_WINDOWS && !self.stale_probe {
+                self.stale_probe = true;
             }
             return (self.headroom * bdp).clamp(w.limit * 0.5, w.limit);
         }
         self.stale_latency = f64::INFINITY;
         self.stale = 0;
+        if binds && self.deep_probe {
+            // The service got faster: the probe at half the limit, next,
+            // shows its new no-load latency before anything is judged by
+            // the stale one.
+            return w.limit;
+        }
         if binds {
             // Calls wait for slots and the service shows no queue worth
             // the name: it may take more. Fast while latency is at the
@@ -458,7 +506,12 @@ impl Auto {
                 self.startup_last = Some((w.limit, rate));
                 self.startup_pool = Pool::default();
                 self.startup_pool.add(w);
-                return w.limit * self.growth;
+                let grown = w.limit * self.growth;
+                return if grown.round() > w.limit.round() {
+                    grown
+                } else {
+                    w.limit.round() + 1.0
+                };
             }
             return w.limit * (1.0 + (self.growth - 1.0) / 4.0);
         }
@@ -806,6 +859,88 @@ mod tests {
             Duration::from_millis(7),
             "set: kept"
         );
+    }
+
+    #[test]
+    fn growth_from_a_limit_of_one_moves_the_slots_not_only_the_fraction() {
+        let mut auto = Auto {
+            startup: false,
+            ..Auto::default()
+        };
+        // 1.25 slots are one slot: the next window would run as this one
+        // did, read as a throughput that did not follow, and end at 1.
+        let next = auto.next_limit(&window(200.0, 1.0, 5, true));
+        assert!(next.round() >= 2.0, "{next}");
+    }
+
+    #[test]
+    fn without_a_window_of_32_calls_the_product_still_comes_from_the_rates() {
+        // 4 workers of 20 ms: windows of 12 calls, under the 32 that the
+        // throughput filter takes. The startup ends at 8 or 16 slots; the
+        // limit must come down to the 4 workers, not stay where it ended
+        // (the product fell back to the limit itself).
+        let small = |limit: f64| {
+            let throughput = limit.min(4.0) / 0.020;
+            Window {
+                elapsed: Duration::from_secs_f64(12.0 / throughput),
+                ..window(20.0 * (limit / 4.0).max(1.0), limit, 12, true)
+            }
+        };
+        let mut auto = Auto::default();
+        let limits = drive(&mut auto, 2.0, 40, small);
+        assert!(!auto.in_startup());
+        for &l in &limits[10..] {
+            assert!(l <= 7.0, "near the 4 workers: {limits:?}");
+        }
+    }
+
+    #[test]
+    fn a_queue_that_outlasts_the_shrink_is_probed_before_its_latency_is_learned() {
+        // 16 workers of 10 ms; one lucky window read 2,300 calls a second
+        // (the pool does 1,600), so the product says 23 and the limit of
+        // 28 queues: latency 17.5 ms against 10. That latency is not the
+        // service's: a probe at fewer slots admits as many calls a second.
+        let mut auto = Auto {
+            startup: false,
+            no_load: Some(0.010),
+            binding_rate: Some(1600.0),
+            ..Auto::default()
+        };
+        auto.rates.push(2300.0);
+        let limits = drive(&mut auto, 28.0, 40, |l| pool(16.0, l));
+        let no_load = auto.no_load_latency().unwrap();
+        assert!(
+            no_load <= Duration::from_millis(12),
+            "not the queue's 17.5 ms: {no_load:?}, {limits:?}"
+        );
+        for &l in &limits[10..] {
+            assert!(l <= 28.0, "no ratchet above the start: {limits:?}");
+        }
+    }
+
+    #[test]
+    fn after_a_recovery_the_half_limit_probe_is_judged_against_the_faster_rate() {
+        // 16 workers whose calls took 40 ms (400 calls a second) are back
+        // to 10 ms: the no-load latency of 40 ms is stale.
+        let mut auto = Auto {
+            startup: false,
+            no_load: Some(0.040),
+            binding_rate: Some(400.0),
+            ..Auto::default()
+        };
+        auto.rates.push(400.0);
+        let recovered = pool(16.0, 20.0);
+        assert_eq!(auto.next_limit(&recovered), 20.0, "held for the probe");
+        let probe = auto.probe_limit(20.0).expect("a probe at half");
+        assert_eq!(probe, 10.0);
+        let after = auto.next_limit(&Window {
+            probe: true,
+            ..pool(16.0, probe)
+        });
+        // 1,000 calls a second at 10 slots is fewer than the 1,600 of the
+        // recovered service (not more than the slow 400): the 20 slots stay.
+        assert_eq!(after, 20.0);
+        assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(10)));
     }
 
     #[test]
