@@ -267,14 +267,21 @@ impl Core {
         // then seen through the limiter's flag by the second write.
         let class_waiters = self.classes[class].give_back(weight);
         if self.word.give_back(weight) || class_waiters {
-            let mut queue = lock(&self.queue);
-            let granted = self.dispatch_at(&mut queue, LazyNow(now));
-            // Woken once the lock is let go, so that the task does not
-            // run into it (as tokio's `Semaphore` does).
-            drop(queue);
-            if let Some(task) = granted {
-                task.wake();
-            }
+            self.dispatch_after_release(now);
+        }
+    }
+
+    /// The waiters' half of [`Core::release_at`], out of line: a release
+    /// that finds nobody waiting (the common case) stays small.
+    #[inline(never)]
+    fn dispatch_after_release(&self, now: Option<Instant>) {
+        let mut queue = lock(&self.queue);
+        let granted = self.dispatch_at(&mut queue, LazyNow(now));
+        // Woken once the lock is let go, so that the task does not
+        // run into it (as tokio's `Semaphore` does).
+        drop(queue);
+        if let Some(task) = granted {
+            task.wake();
         }
     }
 

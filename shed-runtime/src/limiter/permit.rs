@@ -98,10 +98,28 @@ impl std::fmt::Debug for Permit {
 }
 
 impl Drop for Permit {
+    /// Inline for the common case, a call neither timed nor under a
+    /// deadline: the slots go back with one `fetch_sub` (two for a class
+    /// with counters of its own). The rest is out of line.
+    #[inline]
     fn drop(&mut self) {
         let Some(held) = self.held.take() else {
             return;
         };
+        if self.start.is_none() && self.deadline.is_none() {
+            held.core.release_at(self.class, self.weight, None);
+        } else {
+            self.release_measured(held);
+        }
+    }
+}
+
+impl Permit {
+    /// [`Permit::drop`] of a call that is timed or has a deadline: reads
+    /// the clock once for the release, the served-in-time count and the
+    /// service time.
+    #[inline(never)]
+    fn release_measured(&mut self, held: Held) {
         let measured = self.deadline.is_some() || self.start.is_some();
         let now = measured.then(Instant::now);
         // Read before the release, recorded after it.
