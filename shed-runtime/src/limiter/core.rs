@@ -112,8 +112,14 @@ impl Core {
     /// count (wrapping), which callers use to sample.
     #[inline]
     pub(crate) fn try_acquire(&self, class: usize, weight: u64) -> Option<u64> {
+        self.try_acquire_in(&self.classes[class], weight)
+    }
+
+    /// [`Core::try_acquire`] for a caller that has looked up the class's
+    /// state already (`state`, one of `self.classes`).
+    #[inline]
+    pub(crate) fn try_acquire_in(&self, state: &ClassState, weight: u64) -> Option<u64> {
         let capacity = self.word.capacity();
-        let state = &self.classes[class];
         if state.try_take(weight, capacity, true) != ClassTake::Taken {
             return None;
         }

@@ -426,7 +426,7 @@ impl Held {
         {
             return Err(NotAtOnce::Checks(self));
         }
-        match self.core.try_acquire(class, weight) {
+        match self.core.try_acquire_in(state, weight) {
             Some(admitted) => {
                 // The sampled call is timed and tallies its tenant.
                 let start = (admitted & self.sample_mask == 0).then(|| {

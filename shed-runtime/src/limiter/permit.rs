@@ -103,13 +103,14 @@ impl Drop for Permit {
     /// with counters of its own). The rest is out of line.
     #[inline]
     fn drop(&mut self) {
-        let Some(held) = self.held.take() else {
+        // By reference: the field's own drop lets a scoped limiter go.
+        let Some(held) = &self.held else {
             return;
         };
         if self.start.is_none() && self.deadline.is_none() {
             held.core.release_at(self.class, self.weight, None);
         } else {
-            self.release_measured(held);
+            self.release_measured();
         }
     }
 }
@@ -119,7 +120,10 @@ impl Permit {
     /// the clock once for the release, the served-in-time count and the
     /// service time.
     #[inline(never)]
-    fn release_measured(&mut self, held: Held) {
+    fn release_measured(&mut self) {
+        let Some(held) = self.held.take() else {
+            return;
+        };
         let measured = self.deadline.is_some() || self.start.is_some();
         let now = measured.then(Instant::now);
         // Read before the release, recorded after it.
