@@ -117,7 +117,9 @@ impl Core {
 
     /// [`Core::try_acquire`] for a caller that has looked up the class's
     /// state already (`state`, one of `self.classes`).
-    #[inline]
+    // Always: on the fast path that `guard::admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
     pub(crate) fn try_acquire_in(&self, state: &ClassState, weight: u64) -> Option<u64> {
         let capacity = self.word.capacity();
         if state.try_take(weight, capacity, true) != ClassTake::Taken {
