@@ -262,20 +262,22 @@ criterion_group! {
     targets = uncontended, four_tasks, wait_then_grant, cancel_while_waiting
 }
 
-/// The point estimate (median, ns per call) criterion saved for a benchmark.
+/// The point estimate (median, ns per call) criterion saved for a benchmark:
+/// under `cargo bench` in the workspace's `target/`, run by hand in the
+/// working directory's. The newer of the two, so that a stale copy (a
+/// `target/` copied from another checkout) is never read for this run.
 fn estimate(group: &str, name: &str) -> Option<f64> {
-    let path = Path::new("../target/criterion")
-        .join(group)
-        .join(name)
-        .join("new/estimates.json");
-    let path = if path.exists() {
-        path
-    } else {
-        Path::new("target/criterion")
-            .join(group)
-            .join(name)
-            .join("new/estimates.json")
-    };
+    let path = ["../target/criterion", "target/criterion"]
+        .into_iter()
+        .map(|root| {
+            Path::new(root)
+                .join(group)
+                .join(name)
+                .join("new/estimates.json")
+        })
+        .filter_map(|path| Some((std::fs::metadata(&path).ok()?.modified().ok()?, path)))
+        .max_by_key(|(modified, _)| *modified)?
+        .1;
     let text = std::fs::read_to_string(path).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
     json["median"]["point_estimate"].as_f64()

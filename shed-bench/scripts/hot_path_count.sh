@@ -26,4 +26,11 @@ for path in $paths; do
     shed=$(($(per_call "$path" shed) - plain))
     ratio=$(awk "BEGIN { printf \"%.2f\", $shed / $semaphore }")
     echo "$path: plain $plain, semaphore +$semaphore, shed +$shed, shed/semaphore $ratio"
+    if [ "$path" = uncontended ]; then
+        # The same calls inside a call context (the guard's task-local
+        # lookup finds one), as under the HTTP or gRPC layer.
+        in_context=$(($(per_call "$path" shed_in_context) - plain))
+        ratio=$(awk "BEGIN { printf \"%.2f\", $in_context / $semaphore }")
+        echo "$path, in a call context: shed +$in_context, shed/semaphore $ratio"
+    fi
 done

@@ -5,6 +5,7 @@
 
 use std::any::Any;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::time::Instant;
@@ -16,6 +17,20 @@ pub(crate) type ScopedLimiter = Arc<dyn Any + Send + Sync>;
 
 tokio::task_local! {
     static CONTEXT: CallContext;
+}
+
+/// Whether any call context was ever entered in this process. Until one
+/// is, no task can be in one, and a guarded call skips the task-local
+/// lookup. Set before the context is: a call that runs inside it runs
+/// after the store on the same task (a later poll on another thread is
+/// ordered after it by the scheduler's hand-over), so it reads `true`.
+static ENTERED: AtomicBool = AtomicBool::new(false);
+
+/// Notes that a call context is being entered (see [`ENTERED`]).
+fn entering() {
+    if !ENTERED.load(Ordering::Relaxed) {
+        ENTERED.store(true, Ordering::Relaxed);
+    }
 }
 
 #[derive(Clone, Default)]
@@ -38,6 +53,9 @@ pub(crate) struct CallContext {
 /// first attempts: see [`Caller::OUTSIDE`]).
 #[inline]
 pub(crate) fn current() -> Option<(Option<ScopedLimiter>, Option<Instant>)> {
+    if !ENTERED.load(Ordering::Relaxed) {
+        return None;
+    }
     CONTEXT.try_with(|c| (c.limiter.clone(), c.deadline)).ok()
 }
 
@@ -106,6 +124,7 @@ pub(crate) async fn scope<F: Future>(
 ) -> F::Output {
     let mut context = CONTEXT.try_with(CallContext::clone).unwrap_or_default();
     change(&mut context);
+    entering();
     CONTEXT.scope(context, future).await
 }
 
@@ -166,6 +185,7 @@ pub(crate) fn sync_scope_tenant<R>(tenant: u64, f: impl FnOnce() -> R) -> R {
     context.tenant = Some(tenant);
     context.name = None;
     context.plan = None;
+    entering();
     CONTEXT.sync_scope(context, f)
 }
 

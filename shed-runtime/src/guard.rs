@@ -11,7 +11,9 @@ use crate::policy::Policy;
 impl Held {
     /// The limiter guarded calls use here, the caller's deadline, and
     /// whether the caller runs in a call context.
-    #[inline]
+    // Always: on the fast path that `guard::admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
     fn current() -> (Held, Option<Instant>, bool) {
         let context = crate::context::current();
         let in_context = context.is_some();
@@ -37,24 +39,58 @@ pub fn count_fallback(policy: &'static Policy) {
 
 /// Not public API: what `#[shed]` expands to.
 ///
-/// The common case (slots free, no deadline) is decided inline with one
-/// task-local lookup and one compare-and-swap; a call that then found no
-/// room goes straight to the waiting half of [`Held::decide`]
-/// ([`Held::wait_after_fast_path`]), everything else through all of it.
+/// The common case (slots free, no deadline, the class's index cached in
+/// the policy) is decided inline in the guarded fn with one task-local
+/// lookup (none until a call context was ever entered) and one
+/// compare-and-swap; a call that then found no room goes straight to the
+/// waiting half of [`Held::decide`] ([`Held::wait_after_fast_path`]),
+/// everything else through all of it, out of line, so that the inline
+/// part stays small.
 #[doc(hidden)]
-#[inline]
+// Always: on the fast path that `guard::admit` inlines into every
+// `#[shed]` fn; left to itself the compiler calls it out of line.
+#[inline(always)]
 pub fn admit(policy: &'static Policy) -> Decision {
     let (held, deadline, in_context) = Held::current();
-    let class = held.policy_class(policy);
-    let weight = u64::from(policy.weight());
-    match (class, deadline) {
-        (Ok(class), None) => match held.admit_at_once(class, weight, &policy.stats) {
+    if let (None, Some(class)) = (deadline, policy.stats.bound_class(held.id)) {
+        return match held.admit_at_once(class, u64::from(policy.weight()), &policy.stats) {
             Ok(permit) => Decision::Admitted(permit),
             Err(NotAtOnce::NoRoom(held)) => held.wait_after_fast_path(class, policy, in_context),
-            Err(NotAtOnce::Checks(held)) => {
-                Held::decision(request(held, Ok(class), policy, in_context), None)
+            Err(NotAtOnce::Checks(held)) => checks_first(held, class, policy, in_context),
+        };
+    }
+    admit_after_fast_path(held, deadline, in_context, policy)
+}
+
+/// [`admit`] when the inline admission left a check to [`Held::decide`]
+/// (the limiter off, the class off or held back by the overload
+/// controller).
+#[inline(never)]
+fn checks_first(held: Held, class: usize, policy: &'static Policy, in_context: bool) -> Decision {
+    Held::decision(request(held, Ok(class), policy, in_context), None)
+}
+
+/// [`admit`] of a call with a deadline, or whose policy has not cached its
+/// class index on this limiter yet: through all of [`Held::decide`], the
+/// fast path first when there is no deadline.
+#[inline(never)]
+fn admit_after_fast_path(
+    held: Held,
+    deadline: Option<Instant>,
+    in_context: bool,
+    policy: &'static Policy,
+) -> Decision {
+    let class = held.policy_class(policy);
+    match (class, deadline) {
+        (Ok(class), None) => {
+            match held.admit_at_once(class, u64::from(policy.weight()), &policy.stats) {
+                Ok(permit) => Decision::Admitted(permit),
+                Err(NotAtOnce::NoRoom(held)) => {
+                    held.wait_after_fast_path(class, policy, in_context)
+                }
+                Err(NotAtOnce::Checks(held)) => checks_first(held, class, policy, in_context),
             }
-        },
+        }
         _ => Held::decision(request(held, class, policy, in_context), deadline),
     }
 }

@@ -243,7 +243,9 @@ impl PolicyStats {
     }
 
     /// The class index this policy resolved to on limiter `limiter_id`.
-    #[inline]
+    // Always: on the fast path that `guard::admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
     pub(crate) fn bound_class(&self, limiter_id: u32) -> Option<usize> {
         let binding = self.binding.load(Ordering::Relaxed);
         if binding != UNBOUND && (binding >> 32) as u32 == limiter_id {

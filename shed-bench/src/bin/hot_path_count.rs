@@ -6,7 +6,8 @@
 //! `cargo build --release -p shed-bench --bin hot_path_count`, then
 //! `valgrind --tool=callgrind target/release/hot_path_count <path> <variant> <calls>`
 //! with path `uncontended`, `wait_then_grant` or `cancel_while_waiting`
-//! and variant `plain`, `semaphore` or `shed`; compare the totals of two
+//! and variant `plain`, `semaphore` or `shed` (on `uncontended`, also
+//! `shed_in_context`: the calls inside a call context); compare the totals of two
 //! call counts to cancel out start-up (`shed-bench/scripts/hot_path_count.sh`
 //! does it for every path and variant).
 
@@ -28,7 +29,7 @@ async fn one(path: &str, variant: &str, x: u64) -> u64 {
             let _permit = SEMAPHORE.acquire().await.unwrap();
             work(x).await
         }
-        ("uncontended", "shed") => guarded(x).await.unwrap(),
+        ("uncontended", "shed" | "shed_in_context") => guarded(x).await.unwrap(),
         ("wait_then_grant", "plain") => {
             tokio::task::yield_now().await;
             work(x).await
@@ -98,12 +99,22 @@ fn main() {
         };
         let handles: Vec<_> = (0..tasks)
             .map(|_| {
-                tokio::spawn(async move {
+                let task = async move {
                     let mut acc = 0u64;
                     for i in 0..calls / tasks {
                         acc = acc.wrapping_add(one(path, variant, i).await);
                     }
                     acc
+                };
+                // `shed_in_context`: the calls run inside a call context
+                // (as under the HTTP or gRPC layer), one without a
+                // deadline or a scoped limiter, so the guard looks it up.
+                tokio::spawn(async move {
+                    if variant == "shed_in_context" {
+                        shed::with_attempt(1, task).await
+                    } else {
+                        task.await
+                    }
                 })
             })
             .collect();

@@ -126,7 +126,9 @@ impl ClassState {
     /// and, when `yield_to_waiters`, no waiters of its own to yield to.
     /// The residual class has no share to enforce and no waiters flag: its
     /// waiters are held back by the limiter's own flag.
-    #[inline]
+    // Always: on the fast path that `guard::admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
     pub(crate) fn try_take(&self, weight: u64, capacity: u64, yield_to_waiters: bool) -> ClassTake {
         if self.tracked {
             self.word

@@ -112,8 +112,16 @@ impl Core {
     /// count (wrapping), which callers use to sample.
     #[inline]
     pub(crate) fn try_acquire(&self, class: usize, weight: u64) -> Option<u64> {
+        self.try_acquire_in(&self.classes[class], weight)
+    }
+
+    /// [`Core::try_acquire`] for a caller that has looked up the class's
+    /// state already (`state`, one of `self.classes`).
+    // Always: on the fast path that `guard::admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
+    pub(crate) fn try_acquire_in(&self, state: &ClassState, weight: u64) -> Option<u64> {
         let capacity = self.word.capacity();
-        let state = &self.classes[class];
         if state.try_take(weight, capacity, true) != ClassTake::Taken {
             return None;
         }
@@ -267,14 +275,21 @@ impl Core {
         // then seen through the limiter's flag by the second write.
         let class_waiters = self.classes[class].give_back(weight);
         if self.word.give_back(weight) || class_waiters {
-            let mut queue = lock(&self.queue);
-            let granted = self.dispatch_at(&mut queue, LazyNow(now));
-            // Woken once the lock is let go, so that the task does not
-            // run into it (as tokio's `Semaphore` does).
-            drop(queue);
-            if let Some(task) = granted {
-                task.wake();
-            }
+            self.dispatch_after_release(now);
+        }
+    }
+
+    /// The waiters' half of [`Core::release_at`], out of line: a release
+    /// that finds nobody waiting (the common case) stays small.
+    #[inline(never)]
+    fn dispatch_after_release(&self, now: Option<Instant>) {
+        let mut queue = lock(&self.queue);
+        let granted = self.dispatch_at(&mut queue, LazyNow(now));
+        // Woken once the lock is let go, so that the task does not
+        // run into it (as tokio's `Semaphore` does).
+        drop(queue);
+        if let Some(task) = granted {
+            task.wake();
         }
     }
 

@@ -412,7 +412,9 @@ impl Held {
     /// compare-and-swap; gives `self` back when the call must go through
     /// [`decide`](Held::decide) ([`NotAtOnce::Checks`]) or found no room
     /// ([`NotAtOnce::NoRoom`], for [`Held::wait_after_fast_path`]).
-    #[inline]
+    // Always: on the fast path that `guard::admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
     pub(crate) fn admit_at_once(
         self,
         class: usize,
@@ -426,7 +428,7 @@ impl Held {
         {
             return Err(NotAtOnce::Checks(self));
         }
-        match self.core.try_acquire(class, weight) {
+        match self.core.try_acquire_in(state, weight) {
             Some(admitted) => {
                 // The sampled call is timed and tallies its tenant.
                 let start = (admitted & self.sample_mask == 0).then(|| {
@@ -566,7 +568,9 @@ impl Held {
     /// its try a second time. A second try would almost always fail the
     /// same way a moment later, and a slot given back in between is seen
     /// on the way into the queue (`Core::enqueue` reads the word after
-    /// setting the waiters flag).
+    /// setting the waiters flag). Out of line: the fast path is inlined
+    /// into every guarded fn.
+    #[inline(never)]
     pub(crate) fn wait_after_fast_path(
         self,
         class: usize,

@@ -98,7 +98,29 @@ impl std::fmt::Debug for Permit {
 }
 
 impl Drop for Permit {
+    /// Inline for the common case, a call neither timed nor under a
+    /// deadline: the slots go back with one `fetch_sub` (two for a class
+    /// with counters of its own). The rest is out of line.
+    #[inline]
     fn drop(&mut self) {
+        // By reference: the field's own drop lets a scoped limiter go.
+        let Some(held) = &self.held else {
+            return;
+        };
+        if self.start.is_none() && self.deadline.is_none() {
+            held.core.release_at(self.class, self.weight, None);
+        } else {
+            self.release_measured();
+        }
+    }
+}
+
+impl Permit {
+    /// [`Permit::drop`] of a call that is timed or has a deadline: reads
+    /// the clock once for the release, the served-in-time count and the
+    /// service time.
+    #[inline(never)]
+    fn release_measured(&mut self) {
         let Some(held) = self.held.take() else {
             return;
         };

@@ -126,7 +126,9 @@ impl Word {
     /// Rule 1 and 2 of the module docs: adds `weight` and one admission if
     /// the in-flight weight stays within `limit` (at most the field), and,
     /// when `yield_to_flag`, only while the flag is clear.
-    #[inline]
+    // Always: on the fast path that `guard::admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
     fn try_take(&self, weight: u64, limit: u64, yield_to_flag: bool) -> Take {
         debug_assert!(limit <= IN_FLIGHT_MASK);
         let mut word = self.0.load(Ordering::SeqCst);
@@ -212,7 +214,9 @@ impl AdmissionWord {
 
     /// The fast path: takes `weight` if nobody waits and it fits under
     /// `capacity`. A call that does not get in changes nothing.
-    #[inline]
+    // Always: on the fast path that `guard::admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
     pub(crate) fn try_take_uncontended(&self, weight: u64, capacity: u64) -> FastTake {
         match self.word.try_take(weight, capacity, true) {
             Take::Taken(previous) => FastTake::Taken {
@@ -293,7 +297,9 @@ impl ClassWord {
 
     /// Takes `weight` if the class stays within `limit` and, when
     /// `yield_to_waiters`, only while the class has no waiters.
-    #[inline]
+    // Always: on the fast path that `guard::admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
     pub(crate) fn try_take(&self, weight: u64, limit: u64, yield_to_waiters: bool) -> ClassTake {
         match self.0.try_take(weight, limit, yield_to_waiters) {
             Take::Taken(_) => ClassTake::Taken,
