@@ -37,6 +37,9 @@ const IDLE_BEFORE: f64 = 4.0;
 const QUEUE_SHOWS: f64 = 1.2;
 /// The shortest window that can count as partly idle, in seconds.
 const IDLE_WINDOW: f64 = 1.0;
+/// A window whose shortest call is at least this share of its mean latency
+/// holds calls of about one length.
+const ONE_LENGTH: f64 = 0.8;
 
 /// The default adaptive limit: finds the concurrency a service sustains
 /// from what its completions show, with no latency target to pick.
@@ -51,8 +54,9 @@ const IDLE_WINDOW: f64 = 1.0;
 ///   window's mean latency passes 1.2 times the lowest (calls queue inside
 ///   the service), set the limit to `headroom` times the bandwidth-delay
 ///   product: the highest recent throughput (of windows of 32 calls or
-///   more) times the lowest recent latency (each window's read with its
-///   noise allowed for), which is the concurrency the service's workers
+///   more) times the lowest recent latency (each window's read by Little's
+///   law with its noise allowed for, or, for calls of about one length, as
+///   their mean), which is the concurrency the service's workers
 ///   absorb without queueing (Little's law). A queue alone does not end it.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
@@ -403,7 +407,20 @@ impl Auto {
                 let noise = 1.0 + 1.0 / (w.finished.max(1) as f64).sqrt();
                 let little = w.limit / rate * noise;
                 let pooled = self.startup_pool.per_slot().map_or(little, |p| 1.0 / p);
-                self.no_load = Some(self.no_load.map_or(little, |d| d.min(little)).min(pooled));
+                // Calls of about one length (the shortest near the mean)
+                // are read by their own mean, which no call order biases:
+                // Little's reading of a window that closes in the middle
+                // of a batch of completions (a cold start fills every slot
+                // at once) is off by up to a batch, either way (a 16-
+                // connection database of 20 ms queries read 17 ms and 25 ms
+                // from a 12-call window at 5 slots, and the high reading
+                // held its limit at 21-30).
+                let reading = if w.min_latency.as_secs_f64() >= ONE_LENGTH * latency {
+                    latency
+                } else {
+                    little.min(pooled)
+                };
+                self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
                 self.startup_last = Some((w.limit, rate));
                 self.startup_stalls = 0;
                 return w.limit * self.startup_gain;
@@ -756,6 +773,44 @@ mod tests {
                 "stays near the pool: {limits:?}"
             );
         }
+    }
+
+    #[test]
+    fn calls_of_one_length_teach_their_own_latency_not_littles_reading_of_a_batch() {
+        // A cold start fills every slot at once, so calls of 20 ms complete
+        // in batches of the limit, and a window closes at its twelfth
+        // completion, in the middle of a batch: 5 slots for 62 ms read 12
+        // calls (Little: 25.8 ms) or for 44 ms (Little: 18.3 ms). Both
+        // were learned as the no-load latency on a real service; the high
+        // one held the limit at 21-30 for 16 connections.
+        for (elapsed_ms, finished) in [(62.0, 12), (44.0, 12)] {
+            let mut auto = Auto::default();
+            let batch = Window {
+                elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+                min_latency: Duration::from_micros(20_300),
+                ..window(20.9, 5.0, finished, true)
+            };
+            assert_eq!(auto.next_limit(&batch), 10.0, "the startup goes on");
+            let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+            assert!(
+                (20.0..=21.5).contains(&learned),
+                "{elapsed_ms} ms: learned {learned} ms for calls of 20.9 ms"
+            );
+        }
+        // Calls of varying length keep Little's reading: their first
+        // completions after a rise are the short ones.
+        let mut auto = Auto::default();
+        let varied = Window {
+            elapsed: Duration::from_millis(60),
+            min_latency: Duration::from_millis(2),
+            ..window(12.0, 4.0, 12, true)
+        };
+        auto.next_limit(&varied);
+        let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+        assert!(
+            learned > 19.0,
+            "Little's 20 ms, not the mean's 12: {learned}"
+        );
     }
 
     #[test]
