@@ -261,8 +261,23 @@ impl LimitAlgorithm for Auto {
     }
 }
 
+/// What `decide` reads from one window.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    /// The calls' mean latency, in seconds.
+    latency: f64,
+    /// Calls completed per second.
+    rate: f64,
+    /// Whether calls waited for slots.
+    binds: bool,
+    /// Whether the limit bound and the window's throughput is the
+    /// service's (not that of a window partly idle before its load).
+    rate_binds: bool,
+}
+
 impl Auto {
-    /// The next limit after window `w` (see the type's docs).
+    /// The next limit after window `w` (see the type's docs): the window
+    /// read, then judged as a probe, in startup or in the steady state.
     fn decide(&mut self, w: &Window) -> f64 {
         let latency = w.avg_latency.as_secs_f64().max(1e-9);
         let rate = w.throughput();
@@ -292,9 +307,12 @@ impl Auto {
             self.startup_stalls = 0;
             return w.limit;
         }
-        // From here on, `rate_binds`: the limit bound, and the window's
-        // throughput is the service's.
-        let rate_binds = binds && !idle_before;
+        let r = Reading {
+            latency,
+            rate,
+            binds,
+            rate_binds: binds && !idle_before,
+        };
         // The highest of noisy rates is biased high (and with it the
         // bandwidth-delay product): only a window of a few dozen calls
         // counts.
@@ -312,32 +330,66 @@ impl Auto {
         }
 
         if w.probe {
-            // The probe's latency is the one with the least queueing.
-            if self.no_load.is_some_and(|d| latency < d) {
-                self.no_load = Some(latency);
-            }
-            let restore = self.before_probe.take().unwrap_or(w.limit);
-            let as_many = self
-                .binding_rate
-                .is_some_and(|usual| rate >= PROBE_HOLDS * usual);
-            let stale = std::mem::take(&mut self.stale_probe);
-            // As many calls a second at the lower limit: the rest of the
-            // concurrency was only queueing inside the service.
-            if as_many && binds {
-                self.stale = 0;
-                self.stale_latency = f64::INFINITY;
-                return w.limit;
-            }
-            if stale {
-                // Fewer calls a second with fewer slots: the latency that
-                // stayed high was the service's own (the no-load latency
-                // was measured too low, or every call got slower).
-                self.no_load = Some(self.stale_latency.min(latency));
-                self.stale = 0;
-                self.stale_latency = f64::INFINITY;
-            }
-            return restore;
+            return self.after_probe(w, r);
         }
+        self.note_recovery(r);
+        let no_load = self.no_load.unwrap_or(latency);
+        let queueing = latency > self.tolerance * no_load;
+        // The usual throughput before this window.
+        let usual_rate = self.binding_rate.filter(|_| r.rate_binds && !self.startup);
+        if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
+            self.binding_rate = Some(match self.binding_rate {
+                Some(r) => r + (rate - r) * 0.3,
+                None => rate,
+            });
+        }
+        if self.startup {
+            return self.startup_step(w, r);
+        }
+        self.steady_step(w, r, no_load, queueing, usual_rate)
+    }
+
+    /// A probe window: the lower limit stays if it served as many calls a
+    /// second, else the limit goes back to where it was.
+    fn after_probe(&mut self, w: &Window, r: Reading) -> f64 {
+        let Reading {
+            latency,
+            rate,
+            binds,
+            ..
+        } = r;
+        // The probe's latency is the one with the least queueing.
+        if self.no_load.is_some_and(|d| latency < d) {
+            self.no_load = Some(latency);
+        }
+        let restore = self.before_probe.take().unwrap_or(w.limit);
+        let as_many = self
+            .binding_rate
+            .is_some_and(|usual| rate >= PROBE_HOLDS * usual);
+        let stale = std::mem::take(&mut self.stale_probe);
+        // As many calls a second at the lower limit: the rest of the
+        // concurrency was only queueing inside the service.
+        if as_many && binds {
+            self.stale = 0;
+            self.stale_latency = f64::INFINITY;
+            return w.limit;
+        }
+        if stale {
+            // Fewer calls a second with fewer slots: the latency that
+            // stayed high was the service's own (the no-load latency
+            // was measured too low, or every call got slower).
+            self.no_load = Some(self.stale_latency.min(latency));
+            self.stale = 0;
+            self.stale_latency = f64::INFINITY;
+        }
+        restore
+    }
+
+    /// Notes a recovery: a throughput well above the usual one.
+    fn note_recovery(&mut self, r: Reading) {
+        let Reading {
+            rate, rate_binds, ..
+        } = r;
         if let Some(usual) = self.binding_rate.filter(|_| rate_binds) {
             // The service got much faster (a recovery): the no-load
             // latency is stale, and only a window well below the current
@@ -350,107 +402,130 @@ impl Auto {
                 self.binding_rate = Some(rate);
             }
         }
-        let no_load = self.no_load.unwrap_or(latency);
-        let bdp = self.bandwidth_delay().unwrap_or(w.limit);
-        let queueing = latency > self.tolerance * no_load;
-        // The usual throughput before this window.
-        let usual_rate = self.binding_rate.filter(|_| rate_binds && !self.startup);
-        if rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
-            self.binding_rate = Some(match self.binding_rate {
-                Some(r) => r + (rate - r) * 0.3,
-                None => rate,
-            });
-        }
-        if self.startup {
-            if !binds || rate <= 0.0 {
-                return w.limit;
-            }
-            // Calls already queue inside the service (the mean is biased
-            // low right after a rise, so this errs late; a handful of calls
-            // says nothing).
-            let queue_shows = w.completed >= MIN_SAMPLES / 2
-                && self.no_load.is_some_and(|d| latency > QUEUE_SHOWS * d);
-            // Below the service's concurrency every slot completes calls at
-            // the same rate (one per service time), so the windows whose
-            // throughput followed the limit are pooled, and a window is
-            // judged against their rate per slot, not against the last
-            // window alone: a window of a dozen calls of varying length
-            // reads its rate within a third or so, and one lucky window
-            // ended the startup of a 1,000-worker pool at 16 slots.
-            let grew = match (self.startup_last, self.startup_pool.per_slot()) {
-                // A quarter of the limit's rise at least (1.25x for a
-                // doubling): past the service's concurrency it stays flat.
-                (Some((last_limit, _)), Some(per_slot)) => {
-                    w.limit <= last_limit
-                        || rate
-                            >= per_slot * last_limit * (1.0 + 0.25 * (w.limit / last_limit - 1.0))
-                }
-                _ => true,
-            };
-            // A queue alone does not end the startup: with a few dozen calls
-            // of varying length a window's mean is noisy, and a 1,000-worker
-            // pool read as queueing at 32 slots stays there.
-            if grew {
-                self.startup_pool.add(w);
-                // While the limit binds, the service holds `limit` calls,
-                // so Little's law gives their latency from the throughput
-                // alone. (The window's mean latency would not do: right
-                // after the limit rose, the calls that complete first are
-                // the short ones.) The no-load latency is the lowest such
-                // reading, each with its noise allowed for (a window of n
-                // calls reads its rate within about 1/sqrt(n)): the lowest
-                // raw reading of a few was half the service time of
-                // exponential calls (a 64-worker pool of 50 ms calls read
-                // 12 ms from its first two calls, and every window after
-                // looked like a queue). It is never above the pooled
-                // windows' reading, which the allowance alone would pass.
-                let noise = 1.0 + 1.0 / (w.finished.max(1) as f64).sqrt();
-                let little = w.limit / rate * noise;
-                let pooled = self.startup_pool.per_slot().map_or(little, |p| 1.0 / p);
-                // Calls of about one length (the shortest near the mean)
-                // are read by their own mean, which no call order biases:
-                // Little's reading of a window that closes in the middle
-                // of a batch of completions (a cold start fills every slot
-                // at once) is off by up to a batch, either way (a 16-
-                // connection database of 20 ms queries read 17 ms and 25 ms
-                // from a 12-call window at 5 slots, and the high reading
-                // held its limit at 21-30).
-                let reading = if w.min_latency.as_secs_f64() >= ONE_LENGTH * latency {
-                    latency
-                } else {
-                    little.min(pooled)
-                };
-                self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
-                self.startup_last = Some((w.limit, rate));
-                self.startup_stalls = 0;
-                return w.limit * self.startup_gain;
-            }
-            // The limit grew, the throughput did not keep up (twice, for
-            // one window's rate is noisy, or once with a queue): the service's
-            // concurrency was reached. It is the highest throughput times
-            // the lowest latency seen.
-            self.startup_stalls += 1;
-            // A few dozen calls give a rate within a fifth or so, and the
-            // window right after a rise lags: a third look then.
-            let looks = if w.finished < 4 * MIN_SAMPLES { 3 } else { 2 };
-            if self.startup_stalls >= looks || queue_shows {
-                self.startup = false;
-                self.startup_last = None;
-                self.startup_pool = Pool::default();
-                self.startup_stalls = 0;
-                // The rates of startup were those of lower limits: a probe
-                // is judged against the rate of the limit it leaves.
-                self.binding_rate = None;
-                self.deep_probe = false;
-                self.since_probe = 0;
-                // Only the rates of full windows here: a startup window of
-                // a dozen calls, right after the limit doubled, reads the
-                // rate of the limit before (a 16-worker pool ended at 7).
-                let full = self.rates.max().zip(self.no_load).map(|(r, d)| r * d);
-                return self.headroom * full.unwrap_or(w.limit).min(w.limit);
-            }
+    }
+
+    /// A startup window: the limit doubles while the throughput follows
+    /// it, and the startup ends when it stops doing so.
+    fn startup_step(&mut self, w: &Window, r: Reading) -> f64 {
+        let Reading {
+            latency,
+            rate,
+            binds,
+            ..
+        } = r;
+        if !binds || rate <= 0.0 {
             return w.limit;
         }
+        // Calls already queue inside the service (the mean is biased
+        // low right after a rise, so this errs late; a handful of calls
+        // says nothing).
+        let queue_shows = w.completed >= MIN_SAMPLES / 2
+            && self.no_load.is_some_and(|d| latency > QUEUE_SHOWS * d);
+        // Below the service's concurrency every slot completes calls at
+        // the same rate (one per service time), so the windows whose
+        // throughput followed the limit are pooled, and a window is
+        // judged against their rate per slot, not against the last
+        // window alone: a window of a dozen calls of varying length
+        // reads its rate within a third or so, and one lucky window
+        // ended the startup of a 1,000-worker pool at 16 slots.
+        let grew = match (self.startup_last, self.startup_pool.per_slot()) {
+            // A quarter of the limit's rise at least (1.25x for a
+            // doubling): past the service's concurrency it stays flat.
+            (Some((last_limit, _)), Some(per_slot)) => {
+                w.limit <= last_limit
+                    || rate >= per_slot * last_limit * (1.0 + 0.25 * (w.limit / last_limit - 1.0))
+            }
+            _ => true,
+        };
+        // A queue alone does not end the startup: with a few dozen calls
+        // of varying length a window's mean is noisy, and a 1,000-worker
+        // pool read as queueing at 32 slots stays there.
+        if grew {
+            self.startup_pool.add(w);
+            // While the limit binds, the service holds `limit` calls,
+            // so Little's law gives their latency from the throughput
+            // alone. (The window's mean latency would not do: right
+            // after the limit rose, the calls that complete first are
+            // the short ones.) The no-load latency is the lowest such
+            // reading, each with its noise allowed for (a window of n
+            // calls reads its rate within about 1/sqrt(n)): the lowest
+            // raw reading of a few was half the service time of
+            // exponential calls (a 64-worker pool of 50 ms calls read
+            // 12 ms from its first two calls, and every window after
+            // looked like a queue). It is never above the pooled
+            // windows' reading, which the allowance alone would pass.
+            let noise = 1.0 + 1.0 / (w.finished.max(1) as f64).sqrt();
+            let little = w.limit / rate * noise;
+            let pooled = self.startup_pool.per_slot().map_or(little, |p| 1.0 / p);
+            // Calls of about one length (the shortest near the mean)
+            // are read by their own mean, which no call order biases:
+            // Little's reading of a window that closes in the middle
+            // of a batch of completions (a cold start fills every slot
+            // at once) is off by up to a batch, either way (a 16-
+            // connection database of 20 ms queries read 17 ms and 25 ms
+            // from a 12-call window at 5 slots, and the high reading
+            // held its limit at 21-30).
+            let reading = if w.min_latency.as_secs_f64() >= ONE_LENGTH * latency {
+                latency
+            } else {
+                little.min(pooled)
+            };
+            self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
+            self.startup_last = Some((w.limit, rate));
+            self.startup_stalls = 0;
+            return w.limit * self.startup_gain;
+        }
+        // The limit grew, the throughput did not keep up (twice, for
+        // one window's rate is noisy, or once with a queue): the service's
+        // concurrency was reached. It is the highest throughput times
+        // the lowest latency seen.
+        self.startup_stalls += 1;
+        // A few dozen calls give a rate within a fifth or so, and the
+        // window right after a rise lags: a third look then.
+        let looks = if w.finished < 4 * MIN_SAMPLES { 3 } else { 2 };
+        if self.startup_stalls >= looks || queue_shows {
+            return self.end_startup(w);
+        }
+        w.limit
+    }
+
+    /// The end of the startup: the limit settles at `headroom` times the
+    /// concurrency the service sustained.
+    fn end_startup(&mut self, w: &Window) -> f64 {
+        self.startup = false;
+        self.startup_last = None;
+        self.startup_pool = Pool::default();
+        self.startup_stalls = 0;
+        // The rates of startup were those of lower limits: a probe is
+        // judged against the rate of the limit it leaves.
+        self.binding_rate = None;
+        self.deep_probe = false;
+        self.since_probe = 0;
+        // Only the rates of full windows here: a startup window of a dozen
+        // calls, right after the limit doubled, reads the rate of the
+        // limit before (a 16-worker pool ended at 7).
+        let full = self.rates.max().zip(self.no_load).map(|(r, d)| r * d);
+        self.headroom * full.unwrap_or(w.limit).min(w.limit)
+    }
+
+    /// A window in the steady state: a slowdown keeps the limit, a queue
+    /// shrinks it towards the bandwidth-delay product, a binding limit
+    /// without a queue grows.
+    fn steady_step(
+        &mut self,
+        w: &Window,
+        r: Reading,
+        no_load: f64,
+        queueing: bool,
+        usual_rate: Option<f64>,
+    ) -> f64 {
+        let Reading {
+            latency,
+            rate,
+            binds,
+            rate_binds,
+        } = r;
+        let bdp = self.bandwidth_delay().unwrap_or(w.limit);
         let fell = queueing
             && rate_binds
             && w.completed >= MIN_SAMPLES / 2
@@ -712,299 +787,4 @@ fn nanos(d: Duration) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
-        Window {
-            completed: admitted,
-            avg_latency: Duration::from_secs_f64(latency_ms / 1000.0),
-            min_latency: Duration::ZERO,
-            max_in_flight: if binds { limit as u64 } else { 0 },
-            late: 0,
-            limit,
-            probe: false,
-            finished: admitted,
-            elapsed: Duration::from_millis(100),
-            waiting: binds,
-            at: Instant::now(),
-        }
-    }
-
-    /// A pool of `workers` serving calls of 10 ms, at `limit`, overloaded.
-    fn pool(workers: f64, limit: f64) -> Window {
-        let throughput = limit.min(workers) / 0.010; // per second
-        let latency = 10.0 * (limit / workers).max(1.0);
-        window(latency, limit, (throughput * 0.1) as u64, true)
-    }
-
-    /// Runs `windows` windows of `service` (the pool at a limit), with
-    /// the probes the algorithm asks for; returns the limits.
-    fn drive(
-        auto: &mut Auto,
-        mut limit: f64,
-        windows: usize,
-        service: impl Fn(f64) -> Window,
-    ) -> Vec<f64> {
-        let mut limits = Vec::new();
-        for _ in 0..windows {
-            let probing = auto.probe_limit(limit);
-            let at = probing.unwrap_or(limit);
-            let next = auto.next_limit(&Window {
-                probe: probing.is_some(),
-                ..service(at)
-            });
-            limit = next;
-            limits.push(limit);
-        }
-        limits
-    }
-
-    #[test]
-    fn startup_doubles_then_settles_near_the_pool() {
-        let mut auto = Auto::default();
-        let limits = drive(&mut auto, 4.0, 60, |l| pool(100.0, l));
-        let out_of_startup = limits.iter().position(|&l| l >= 100.0).unwrap();
-        assert!(out_of_startup <= 6, "doubling from 4: {limits:?}");
-        assert!(!auto.in_startup());
-        for &l in &limits[20..] {
-            assert!(
-                (90.0..=200.0).contains(&l),
-                "stays near the pool: {limits:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn calls_of_one_length_teach_their_own_latency_not_littles_reading_of_a_batch() {
-        // A cold start fills every slot at once, so calls of 20 ms complete
-        // in batches of the limit, and a window closes at its twelfth
-        // completion, in the middle of a batch: 5 slots for 62 ms read 12
-        // calls (Little: 25.8 ms) or for 44 ms (Little: 18.3 ms). Both
-        // were learned as the no-load latency on a real service; the high
-        // one held the limit at 21-30 for 16 connections.
-        for (elapsed_ms, finished) in [(62.0, 12), (44.0, 12)] {
-            let mut auto = Auto::default();
-            let batch = Window {
-                elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
-                min_latency: Duration::from_micros(20_300),
-                ..window(20.9, 5.0, finished, true)
-            };
-            assert_eq!(auto.next_limit(&batch), 10.0, "the startup goes on");
-            let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
-            assert!(
-                (20.0..=21.5).contains(&learned),
-                "{elapsed_ms} ms: learned {learned} ms for calls of 20.9 ms"
-            );
-        }
-        // Calls of varying length keep Little's reading: their first
-        // completions after a rise are the short ones.
-        let mut auto = Auto::default();
-        let varied = Window {
-            elapsed: Duration::from_millis(60),
-            min_latency: Duration::from_millis(2),
-            ..window(12.0, 4.0, 12, true)
-        };
-        auto.next_limit(&varied);
-        let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
-        assert!(
-            learned > 19.0,
-            "Little's 20 ms, not the mean's 12: {learned}"
-        );
-    }
-
-    #[test]
-    fn a_first_window_that_waited_a_minute_for_its_calls_teaches_nothing() {
-        let mut auto = Auto::default();
-        // Idle for a minute after the start, then overloaded: the window
-        // that closes at the load's first calls spans the minute, so its
-        // throughput is a few calls a minute while its calls took 10 ms.
-        let idle_then_busy = Window {
-            elapsed: Duration::from_secs(60),
-            ..window(10.0, 2.0, 3, true)
-        };
-        assert_eq!(auto.next_limit(&idle_then_busy), 2.0, "held");
-        assert_eq!(auto.no_load_latency(), None, "not Little's 40 s");
-        // The windows after it are the service's: the startup goes on from
-        // there and finds the pool as from a cold start.
-        let limits = drive(&mut auto, 2.0, 40, |l| pool(100.0, l));
-        let found = limits.iter().position(|&l| l >= 100.0).unwrap();
-        assert!(found <= 7, "doubling from 2: {limits:?}");
-        assert!(auto.no_load_latency().unwrap() < Duration::from_millis(20));
-    }
-
-    #[test]
-    fn a_slowdown_keeps_the_limit_of_a_pool_of_workers() {
-        let mut auto = Auto::default();
-        let before = *drive(&mut auto, 4.0, 40, |l| pool(20.0, l)).last().unwrap();
-        // Every call four times slower: the same 20 workers.
-        let slow = |limit: f64| {
-            let w = pool(20.0, limit);
-            Window {
-                avg_latency: w.avg_latency * 4,
-                finished: w.finished / 4,
-                ..w
-            }
-        };
-        let limits = drive(&mut auto, before, 40, slow);
-        for &limit in &limits {
-            assert!(
-                limit >= 16.0 && limit <= 2.5 * before,
-                "{before} -> {limits:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_noisy_mean_does_not_end_the_startup_while_the_throughput_follows() {
-        let mut auto = Auto::default();
-        // 1,000 workers of 10 ms: at 32 slots, one window's mean reads
-        // 1.5x the service time (noise), but the throughput doubled.
-        assert_eq!(auto.next_limit(&pool(1000.0, 16.0)), 32.0);
-        let noisy = Window {
-            avg_latency: Duration::from_millis(15),
-            ..pool(1000.0, 32.0)
-        };
-        assert_eq!(auto.next_limit(&noisy), 64.0);
-        assert!(auto.in_startup());
-    }
-
-    #[test]
-    fn one_slow_window_is_noise_and_two_are_a_slowdown() {
-        let mut auto = Auto::default();
-        let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
-        // Latency up 4x and throughput down 4x at the same limit.
-        let slow = |limit: f64| {
-            let w = pool(20.0, limit);
-            Window {
-                avg_latency: w.avg_latency * 4,
-                finished: w.finished / 4,
-                completed: w.completed / 4,
-                ..w
-            }
-        };
-        let no_load = auto.no_load_latency().unwrap();
-        assert_eq!(auto.next_limit(&slow(before)), before, "held, not cut");
-        assert_eq!(auto.no_load_latency(), Some(no_load), "not learned yet");
-        assert_eq!(auto.next_limit(&slow(before)), before);
-        let learned = auto.no_load_latency().unwrap();
-        assert!(
-            learned >= no_load * 3,
-            "the slowdown is learned: {no_load:?} -> {learned:?}"
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn the_default_budgets_are_three_times_the_no_load_latency_in_the_classes_proportions() {
-        let control = AutoControl::new(AutoSettings::default());
-        let classes = ClassSpec::defaults();
-        let (critical, optional, background) = (&classes[0], &classes[1], &classes[2]);
-        assert_eq!(
-            control.budget(critical),
-            Duration::from_millis(50),
-            "the class's own default until a window closed"
-        );
-        control.learn_budgets(Duration::from_millis(200));
-        assert_eq!(control.budget(critical), Duration::from_millis(600));
-        assert_eq!(control.budget(optional), Duration::from_millis(240));
-        assert_eq!(control.budget(background), Duration::from_millis(60));
-        let pinned = critical.clone().max_wait(Duration::from_millis(7));
-        assert_eq!(
-            control.budget(&pinned),
-            Duration::from_millis(7),
-            "set: kept"
-        );
-    }
-
-    #[test]
-    fn growth_from_a_limit_of_one_moves_the_slots_not_only_the_fraction() {
-        let mut auto = Auto {
-            startup: false,
-            ..Auto::default()
-        };
-        // 1.25 slots are one slot: the next window would run as this one
-        // did, read as a throughput that did not follow, and end at 1.
-        let next = auto.next_limit(&window(200.0, 1.0, 5, true));
-        assert!(next.round() >= 2.0, "{next}");
-    }
-
-    #[test]
-    fn without_a_window_of_32_calls_the_product_still_comes_from_the_rates() {
-        // 4 workers of 20 ms: windows of 12 calls, under the 32 that the
-        // throughput filter takes. The startup ends at 8 or 16 slots; the
-        // limit must come down to the 4 workers, not stay where it ended
-        // (the product fell back to the limit itself).
-        let small = |limit: f64| {
-            let throughput = limit.min(4.0) / 0.020;
-            Window {
-                elapsed: Duration::from_secs_f64(12.0 / throughput),
-                ..window(20.0 * (limit / 4.0).max(1.0), limit, 12, true)
-            }
-        };
-        let mut auto = Auto::default();
-        let limits = drive(&mut auto, 2.0, 40, small);
-        assert!(!auto.in_startup());
-        for &l in &limits[10..] {
-            assert!(l <= 7.0, "near the 4 workers: {limits:?}");
-        }
-    }
-
-    #[test]
-    fn a_queue_that_outlasts_the_shrink_is_probed_before_its_latency_is_learned() {
-        // 16 workers of 10 ms; one lucky window read 2,300 calls a second
-        // (the pool does 1,600), so the product says 23 and the limit of
-        // 28 queues: latency 17.5 ms against 10. That latency is not the
-        // service's: a probe at fewer slots admits as many calls a second.
-        let mut auto = Auto {
-            startup: false,
-            no_load: Some(0.010),
-            binding_rate: Some(1600.0),
-            ..Auto::default()
-        };
-        auto.rates.push(2300.0);
-        let limits = drive(&mut auto, 28.0, 40, |l| pool(16.0, l));
-        let no_load = auto.no_load_latency().unwrap();
-        assert!(
-            no_load <= Duration::from_millis(12),
-            "not the queue's 17.5 ms: {no_load:?}, {limits:?}"
-        );
-        for &l in &limits[10..] {
-            assert!(l <= 28.0, "no ratchet above the start: {limits:?}");
-        }
-    }
-
-    #[test]
-    fn after_a_recovery_the_half_limit_probe_is_judged_against_the_faster_rate() {
-        // 16 workers whose calls took 40 ms (400 calls a second) are back
-        // to 10 ms: the no-load latency of 40 ms is stale.
-        let mut auto = Auto {
-            startup: false,
-            no_load: Some(0.040),
-            binding_rate: Some(400.0),
-            ..Auto::default()
-        };
-        auto.rates.push(400.0);
-        let recovered = pool(16.0, 20.0);
-        assert_eq!(auto.next_limit(&recovered), 20.0, "held for the probe");
-        let probe = auto.probe_limit(20.0).expect("a probe at half");
-        assert_eq!(probe, 10.0);
-        let after = auto.next_limit(&Window {
-            probe: true,
-            ..pool(16.0, probe)
-        });
-        // 1,000 calls a second at 10 slots is fewer than the 1,600 of the
-        // recovered service (not more than the slow 400): the 20 slots stay.
-        assert_eq!(after, 20.0);
-        assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(10)));
-    }
-
-    #[test]
-    fn an_unused_limit_does_not_move_and_a_binding_one_without_a_queue_grows() {
-        let mut auto = Auto {
-            startup: false,
-            ..Auto::default()
-        };
-        assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, false)), 50.0);
-        assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, true)), 62.5);
-    }
-}
+mod tests;

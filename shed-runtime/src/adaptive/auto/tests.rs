@@ -1,0 +1,296 @@
+//! `Auto`'s rules, one window at a time.
+
+use super::*;
+
+fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
+    Window {
+        completed: admitted,
+        avg_latency: Duration::from_secs_f64(latency_ms / 1000.0),
+        min_latency: Duration::ZERO,
+        max_in_flight: if binds { limit as u64 } else { 0 },
+        late: 0,
+        limit,
+        probe: false,
+        finished: admitted,
+        elapsed: Duration::from_millis(100),
+        waiting: binds,
+        at: Instant::now(),
+    }
+}
+
+/// A pool of `workers` serving calls of 10 ms, at `limit`, overloaded.
+fn pool(workers: f64, limit: f64) -> Window {
+    let throughput = limit.min(workers) / 0.010; // per second
+    let latency = 10.0 * (limit / workers).max(1.0);
+    window(latency, limit, (throughput * 0.1) as u64, true)
+}
+
+/// Runs `windows` windows of `service` (the pool at a limit), with
+/// the probes the algorithm asks for; returns the limits.
+fn drive(
+    auto: &mut Auto,
+    mut limit: f64,
+    windows: usize,
+    service: impl Fn(f64) -> Window,
+) -> Vec<f64> {
+    let mut limits = Vec::new();
+    for _ in 0..windows {
+        let probing = auto.probe_limit(limit);
+        let at = probing.unwrap_or(limit);
+        let next = auto.next_limit(&Window {
+            probe: probing.is_some(),
+            ..service(at)
+        });
+        limit = next;
+        limits.push(limit);
+    }
+    limits
+}
+
+#[test]
+fn startup_doubles_then_settles_near_the_pool() {
+    let mut auto = Auto::default();
+    let limits = drive(&mut auto, 4.0, 60, |l| pool(100.0, l));
+    let out_of_startup = limits.iter().position(|&l| l >= 100.0).unwrap();
+    assert!(out_of_startup <= 6, "doubling from 4: {limits:?}");
+    assert!(!auto.in_startup());
+    for &l in &limits[20..] {
+        assert!(
+            (90.0..=200.0).contains(&l),
+            "stays near the pool: {limits:?}"
+        );
+    }
+}
+
+#[test]
+fn calls_of_one_length_teach_their_own_latency_not_littles_reading_of_a_batch() {
+    // A cold start fills every slot at once, so calls of 20 ms complete
+    // in batches of the limit, and a window closes at its twelfth
+    // completion, in the middle of a batch: 5 slots for 62 ms read 12
+    // calls (Little: 25.8 ms) or for 44 ms (Little: 18.3 ms). Both
+    // were learned as the no-load latency on a real service; the high
+    // one held the limit at 21-30 for 16 connections.
+    for (elapsed_ms, finished) in [(62.0, 12), (44.0, 12)] {
+        let mut auto = Auto::default();
+        let batch = Window {
+            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+            min_latency: Duration::from_micros(20_300),
+            ..window(20.9, 5.0, finished, true)
+        };
+        assert_eq!(auto.next_limit(&batch), 10.0, "the startup goes on");
+        let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+        assert!(
+            (20.0..=21.5).contains(&learned),
+            "{elapsed_ms} ms: learned {learned} ms for calls of 20.9 ms"
+        );
+    }
+    // Calls of varying length keep Little's reading: their first
+    // completions after a rise are the short ones.
+    let mut auto = Auto::default();
+    let varied = Window {
+        elapsed: Duration::from_millis(60),
+        min_latency: Duration::from_millis(2),
+        ..window(12.0, 4.0, 12, true)
+    };
+    auto.next_limit(&varied);
+    let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+    assert!(
+        learned > 19.0,
+        "Little's 20 ms, not the mean's 12: {learned}"
+    );
+}
+
+#[test]
+fn a_first_window_that_waited_a_minute_for_its_calls_teaches_nothing() {
+    let mut auto = Auto::default();
+    // Idle for a minute after the start, then overloaded: the window
+    // that closes at the load's first calls spans the minute, so its
+    // throughput is a few calls a minute while its calls took 10 ms.
+    let idle_then_busy = Window {
+        elapsed: Duration::from_secs(60),
+        ..window(10.0, 2.0, 3, true)
+    };
+    assert_eq!(auto.next_limit(&idle_then_busy), 2.0, "held");
+    assert_eq!(auto.no_load_latency(), None, "not Little's 40 s");
+    // The windows after it are the service's: the startup goes on from
+    // there and finds the pool as from a cold start.
+    let limits = drive(&mut auto, 2.0, 40, |l| pool(100.0, l));
+    let found = limits.iter().position(|&l| l >= 100.0).unwrap();
+    assert!(found <= 7, "doubling from 2: {limits:?}");
+    assert!(auto.no_load_latency().unwrap() < Duration::from_millis(20));
+}
+
+#[test]
+fn a_slowdown_keeps_the_limit_of_a_pool_of_workers() {
+    let mut auto = Auto::default();
+    let before = *drive(&mut auto, 4.0, 40, |l| pool(20.0, l)).last().unwrap();
+    // Every call four times slower: the same 20 workers.
+    let slow = |limit: f64| {
+        let w = pool(20.0, limit);
+        Window {
+            avg_latency: w.avg_latency * 4,
+            finished: w.finished / 4,
+            ..w
+        }
+    };
+    let limits = drive(&mut auto, before, 40, slow);
+    for &limit in &limits {
+        assert!(
+            limit >= 16.0 && limit <= 2.5 * before,
+            "{before} -> {limits:?}"
+        );
+    }
+}
+
+#[test]
+fn a_noisy_mean_does_not_end_the_startup_while_the_throughput_follows() {
+    let mut auto = Auto::default();
+    // 1,000 workers of 10 ms: at 32 slots, one window's mean reads
+    // 1.5x the service time (noise), but the throughput doubled.
+    assert_eq!(auto.next_limit(&pool(1000.0, 16.0)), 32.0);
+    let noisy = Window {
+        avg_latency: Duration::from_millis(15),
+        ..pool(1000.0, 32.0)
+    };
+    assert_eq!(auto.next_limit(&noisy), 64.0);
+    assert!(auto.in_startup());
+}
+
+#[test]
+fn one_slow_window_is_noise_and_two_are_a_slowdown() {
+    let mut auto = Auto::default();
+    let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
+    // Latency up 4x and throughput down 4x at the same limit.
+    let slow = |limit: f64| {
+        let w = pool(20.0, limit);
+        Window {
+            avg_latency: w.avg_latency * 4,
+            finished: w.finished / 4,
+            completed: w.completed / 4,
+            ..w
+        }
+    };
+    let no_load = auto.no_load_latency().unwrap();
+    assert_eq!(auto.next_limit(&slow(before)), before, "held, not cut");
+    assert_eq!(auto.no_load_latency(), Some(no_load), "not learned yet");
+    assert_eq!(auto.next_limit(&slow(before)), before);
+    let learned = auto.no_load_latency().unwrap();
+    assert!(
+        learned >= no_load * 3,
+        "the slowdown is learned: {no_load:?} -> {learned:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_default_budgets_are_three_times_the_no_load_latency_in_the_classes_proportions() {
+    let control = AutoControl::new(AutoSettings::default());
+    let classes = ClassSpec::defaults();
+    let (critical, optional, background) = (&classes[0], &classes[1], &classes[2]);
+    assert_eq!(
+        control.budget(critical),
+        Duration::from_millis(50),
+        "the class's own default until a window closed"
+    );
+    control.learn_budgets(Duration::from_millis(200));
+    assert_eq!(control.budget(critical), Duration::from_millis(600));
+    assert_eq!(control.budget(optional), Duration::from_millis(240));
+    assert_eq!(control.budget(background), Duration::from_millis(60));
+    let pinned = critical.clone().max_wait(Duration::from_millis(7));
+    assert_eq!(
+        control.budget(&pinned),
+        Duration::from_millis(7),
+        "set: kept"
+    );
+}
+
+#[test]
+fn growth_from_a_limit_of_one_moves_the_slots_not_only_the_fraction() {
+    let mut auto = Auto {
+        startup: false,
+        ..Auto::default()
+    };
+    // 1.25 slots are one slot: the next window would run as this one
+    // did, read as a throughput that did not follow, and end at 1.
+    let next = auto.next_limit(&window(200.0, 1.0, 5, true));
+    assert!(next.round() >= 2.0, "{next}");
+}
+
+#[test]
+fn without_a_window_of_32_calls_the_product_still_comes_from_the_rates() {
+    // 4 workers of 20 ms: windows of 12 calls, under the 32 that the
+    // throughput filter takes. The startup ends at 8 or 16 slots; the
+    // limit must come down to the 4 workers, not stay where it ended
+    // (the product fell back to the limit itself).
+    let small = |limit: f64| {
+        let throughput = limit.min(4.0) / 0.020;
+        Window {
+            elapsed: Duration::from_secs_f64(12.0 / throughput),
+            ..window(20.0 * (limit / 4.0).max(1.0), limit, 12, true)
+        }
+    };
+    let mut auto = Auto::default();
+    let limits = drive(&mut auto, 2.0, 40, small);
+    assert!(!auto.in_startup());
+    for &l in &limits[10..] {
+        assert!(l <= 7.0, "near the 4 workers: {limits:?}");
+    }
+}
+
+#[test]
+fn a_queue_that_outlasts_the_shrink_is_probed_before_its_latency_is_learned() {
+    // 16 workers of 10 ms; one lucky window read 2,300 calls a second
+    // (the pool does 1,600), so the product says 23 and the limit of
+    // 28 queues: latency 17.5 ms against 10. That latency is not the
+    // service's: a probe at fewer slots admits as many calls a second.
+    let mut auto = Auto {
+        startup: false,
+        no_load: Some(0.010),
+        binding_rate: Some(1600.0),
+        ..Auto::default()
+    };
+    auto.rates.push(2300.0);
+    let limits = drive(&mut auto, 28.0, 40, |l| pool(16.0, l));
+    let no_load = auto.no_load_latency().unwrap();
+    assert!(
+        no_load <= Duration::from_millis(12),
+        "not the queue's 17.5 ms: {no_load:?}, {limits:?}"
+    );
+    for &l in &limits[10..] {
+        assert!(l <= 28.0, "no ratchet above the start: {limits:?}");
+    }
+}
+
+#[test]
+fn after_a_recovery_the_half_limit_probe_is_judged_against_the_faster_rate() {
+    // 16 workers whose calls took 40 ms (400 calls a second) are back
+    // to 10 ms: the no-load latency of 40 ms is stale.
+    let mut auto = Auto {
+        startup: false,
+        no_load: Some(0.040),
+        binding_rate: Some(400.0),
+        ..Auto::default()
+    };
+    auto.rates.push(400.0);
+    let recovered = pool(16.0, 20.0);
+    assert_eq!(auto.next_limit(&recovered), 20.0, "held for the probe");
+    let probe = auto.probe_limit(20.0).expect("a probe at half");
+    assert_eq!(probe, 10.0);
+    let after = auto.next_limit(&Window {
+        probe: true,
+        ..pool(16.0, probe)
+    });
+    // 1,000 calls a second at 10 slots is fewer than the 1,600 of the
+    // recovered service (not more than the slow 400): the 20 slots stay.
+    assert_eq!(after, 20.0);
+    assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(10)));
+}
+
+#[test]
+fn an_unused_limit_does_not_move_and_a_binding_one_without_a_queue_grows() {
+    let mut auto = Auto {
+        startup: false,
+        ..Auto::default()
+    };
+    assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, false)), 50.0);
+    assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, true)), 62.5);
+}
