@@ -155,3 +155,30 @@ fn a_small_pool_of_short_calls_is_held_near_its_workers_not_at_four_times_them()
     assert!(shed.total.p99_ms <= 100.0, "{:?}", shed.total);
     assert!(shed.total.goodput_rps >= 0.95 * 200.0, "{:?}", shed.total);
 }
+
+#[test]
+fn a_startup_restarted_near_the_pool_does_not_double_on_a_batch_of_completions() {
+    // The real service's shape: 16 fifo workers of 20 ms constant calls
+    // at 3x. Once settled, a window with no queue restarts the startup;
+    // with windows of one round trip, its first window held one batch of
+    // completions (calls of one length end together), read 1,100 calls a
+    // second from a pool that does 800, and doubled the limit to 42: p99
+    // 67 ms. Restarted startups judge four round trips: p99 50 ms.
+    let text = r#"
+        name = "sixteen-workers"
+        seconds = 10
+        seed = 1
+        [server]
+        workers = 16
+        model = "fifo"
+        [[traffic]]
+        rps = 2400
+        service = "20ms"
+        service_dist = "const"
+        timeout = "250ms"
+    "#;
+    let scenario = Scenario::from_toml(text, "sixteen-workers.toml").unwrap();
+    let shed = run(&scenario, PolicyKind::Shed, 1.0);
+    assert!(shed.total.p99_ms <= 56.0, "{:?}", shed.total);
+    assert!(shed.total.goodput_rps >= 0.95 * 800.0, "{:?}", shed.total);
+}

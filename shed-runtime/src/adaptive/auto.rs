@@ -115,6 +115,9 @@ pub struct Auto {
     any_rates: Filter,
     /// Binding windows since the last probe.
     since_probe: u32,
+    /// Whether the startup was restarted from the steady state (see
+    /// [`Auto::startup_round_trips`]).
+    restarted: bool,
     /// Consecutive windows that read as queueing, and their lowest latency.
     stale: u32,
     stale_latency: f64,
@@ -152,6 +155,7 @@ impl Default for Auto {
             rates: Filter::default(),
             any_rates: Filter::default(),
             since_probe: 0,
+            restarted: false,
             stale: 0,
             stale_latency: f64::INFINITY,
             binding_rate: None,
@@ -218,6 +222,23 @@ impl Auto {
     /// Whether the limit is still in its startup (growing fast).
     pub fn in_startup(&self) -> bool {
         self.startup
+    }
+
+    /// How many round trips a startup window lasts: one from the cold
+    /// start, where the limit must grow fast; four in a startup restarted
+    /// from the steady state, where the limit is near the service's
+    /// concurrency already. There a window of one round trip holds a batch
+    /// or two of completions (calls of one length, started together, end
+    /// together) and reads a rate the pool cannot do: a 16-worker pool of
+    /// 20 ms calls read 1,100 calls a second of its 800 from 22 calls, the
+    /// limit doubled to 42, and every few seconds the next window waited
+    /// twice the service time.
+    pub(crate) fn startup_round_trips(&self) -> u32 {
+        if self.restarted {
+            4
+        } else {
+            1
+        }
     }
 
     /// Highest recent throughput times lowest recent latency.
@@ -493,6 +514,7 @@ impl Auto {
     /// concurrency the service sustained.
     fn end_startup(&mut self, w: &Window) -> f64 {
         self.startup = false;
+        self.restarted = false;
         self.startup_last = None;
         self.startup_pool = Pool::default();
         self.startup_stalls = 0;
@@ -595,6 +617,7 @@ impl Auto {
                 // Judged like the start: the next window must show the
                 // throughput rising with the limit, or startup ends.
                 self.startup = true;
+                self.restarted = true;
                 self.startup_last = Some((w.limit, rate));
                 self.startup_pool = Pool::default();
                 self.startup_pool.add(w);
@@ -732,14 +755,15 @@ impl AutoControl {
         if let Some(no_load) = no_load {
             self.learn_budgets(no_load);
         }
-        // One round trip while starting up (growth is judged by the
-        // throughput there, see `Auto`); then two, and long enough for a
+        // One round trip while starting up from cold (growth is judged by
+        // the throughput there, see `Auto`; four in a restarted startup,
+        // see `Auto::startup_round_trips`); then two, and long enough for a
         // throughput and a mean latency worth comparing: right after the
         // limit rose, the calls that complete first are the short ones.
         let round_trip = no_load.unwrap_or_default();
         let (length, samples) = if algorithm.in_startup() {
             (
-                round_trip.max(Duration::from_millis(10)),
+                (round_trip * algorithm.startup_round_trips()).max(Duration::from_millis(10)),
                 driver.limit.max(STARTUP_SAMPLES),
             )
         } else {
