@@ -121,6 +121,29 @@ fn below_capacity_the_defaults_find_a_pool_of_slow_exponential_calls_and_throttl
     );
 }
 
+/// `workers` fifo workers of 20 ms constant calls at 3x their capacity,
+/// clients that give up after 250 ms, nothing configured: the example
+/// service's shape (its database is such a pool).
+fn pool_of_20ms_calls_at_3x(workers: u32) -> Scenario {
+    let text = format!(
+        r#"
+        name = "{workers}-workers"
+        seconds = 10
+        seed = 1
+        [server]
+        workers = {workers}
+        model = "fifo"
+        [[traffic]]
+        rps = {rps}
+        service = "20ms"
+        service_dist = "const"
+        timeout = "250ms"
+        "#,
+        rps = 3 * 50 * workers
+    );
+    Scenario::from_toml(&text, "pool.toml").unwrap()
+}
+
 #[test]
 fn a_small_pool_of_short_calls_is_held_near_its_workers_not_at_four_times_them() {
     // 4 fifo workers of 20 ms at 3x. Every window holds 12-31 calls, fewer
@@ -131,22 +154,8 @@ fn a_small_pool_of_short_calls_is_held_near_its_workers_not_at_four_times_them()
     // Now it holds at 4-7 (p50 26 ms, p99 55 ms), serving as much: the
     // product takes the short windows' rates, and a probe comes before a
     // queue's latency is learned (either alone keeps it under 10 here;
-    // the unit tests in `auto.rs` pin each).
-    let text = r#"
-        name = "four-workers"
-        seconds = 10
-        seed = 1
-        [server]
-        workers = 4
-        model = "fifo"
-        [[traffic]]
-        rps = 600
-        service = "20ms"
-        service_dist = "const"
-        timeout = "250ms"
-    "#;
-    let scenario = Scenario::from_toml(text, "four-workers.toml").unwrap();
-    let shed = run(&scenario, PolicyKind::Shed, 1.0);
+    // the unit tests in `adaptive/auto/tests.rs` pin each).
+    let shed = run(&pool_of_20ms_calls_at_3x(4), PolicyKind::Shed, 1.0);
     let limits: Vec<u32> = shed.timeline[1..].iter().filter_map(|s| s.limit).collect();
     assert!(
         limits.iter().all(|&l| l <= 10),
@@ -164,21 +173,7 @@ fn a_startup_restarted_near_the_pool_does_not_double_on_a_batch_of_completions()
     // completions (calls of one length end together), read 1,100 calls a
     // second from a pool that does 800, and doubled the limit to 42: p99
     // 67 ms. Restarted startups judge four round trips: p99 50 ms.
-    let text = r#"
-        name = "sixteen-workers"
-        seconds = 10
-        seed = 1
-        [server]
-        workers = 16
-        model = "fifo"
-        [[traffic]]
-        rps = 2400
-        service = "20ms"
-        service_dist = "const"
-        timeout = "250ms"
-    "#;
-    let scenario = Scenario::from_toml(text, "sixteen-workers.toml").unwrap();
-    let shed = run(&scenario, PolicyKind::Shed, 1.0);
+    let shed = run(&pool_of_20ms_calls_at_3x(16), PolicyKind::Shed, 1.0);
     assert!(shed.total.p99_ms <= 56.0, "{:?}", shed.total);
     assert!(shed.total.goodput_rps >= 0.95 * 800.0, "{:?}", shed.total);
 }

@@ -64,8 +64,8 @@ const ONE_LENGTH: f64 = 0.8;
 ///   was seen, the product takes the highest rate of the shorter windows);
 ///   a window in which the limit binds while latency shows no queue grows
 ///   it by `growth` (within 10% of the lowest, and then judged by
-///   throughput as in startup; by one slot at least), or by a quarter of
-///   that.
+///   throughput as in startup, over windows of four round trips; by one
+///   slot at least), or by a quarter of that.
 /// - **Slowdown.** Two windows in a row with latency up and the throughput
 ///   below 0.6 of the usual at the same limit are every call getting
 ///   slower, not a queue (which keeps the throughput): the limit stays (a
