@@ -109,6 +109,19 @@ impl MetricsPage {
     }
 }
 
+/// The Prometheus exporter, with shed's `_seconds` histograms kept as
+/// fixed buckets: the exporter's default, a summary per series, grows
+/// with its samples until its 60 s window fills, and quantiles from
+/// several instances cannot be added up.
+pub fn prometheus(
+) -> Result<metrics_exporter_prometheus::PrometheusBuilder, metrics_exporter_prometheus::BuildError>
+{
+    metrics_exporter_prometheus::PrometheusBuilder::new().set_buckets_for_metric(
+        metrics_exporter_prometheus::Matcher::Prefix("shed_".into()),
+        shed::metrics::SECONDS_BUCKETS,
+    )
+}
+
 /// A pool of `connections`, each query holding one for `query_time`.
 pub struct Database {
     connections: Semaphore,
@@ -286,7 +299,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let query_ms: u64 = env("QUERY_MS", "20").parse()?;
     // Metrics first: the reporter registers its histograms with the
     // recorder installed here.
-    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder()?;
+    let metrics = prometheus()?.install_recorder()?;
     let metrics = Arc::new(MetricsPage::new(metrics, Duration::from_secs(1)));
     {
         let metrics = Arc::clone(&metrics);

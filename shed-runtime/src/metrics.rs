@@ -40,6 +40,25 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+/// Bucket bounds, in seconds, for the `_seconds` histograms: 0.5 ms (an
+/// admission that barely waited) to 10 s (past any client's patience),
+/// about 2.5 times apart, with 50 ms and 100 ms (common queue-wait
+/// budgets) among them.
+///
+/// Give them to an exporter that keeps histograms as fixed buckets. Its
+/// memory is then set by the bounds, not by the samples. Buckets from
+/// every instance of a fleet also add up, which quantiles do not. With
+/// `metrics-exporter-prometheus`, whose default is a summary per series
+/// that grows until its 60 s window fills:
+///
+/// ```text
+/// PrometheusBuilder::new()
+///     .set_buckets_for_metric(Matcher::Prefix("shed_".into()), shed::metrics::SECONDS_BUCKETS)?
+/// ```
+pub const SECONDS_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
 use metrics::{Label, Unit};
 
 use crate::limiter::counters::ClassHandles;

@@ -25,6 +25,7 @@ mod client_retries;
 mod fleet_signals;
 mod hostile_heads;
 mod load_test;
+mod metrics_page;
 mod stalled_reader;
 mod tenants_socket;
 
