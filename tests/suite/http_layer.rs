@@ -716,3 +716,56 @@ async fn the_service_time_is_measured_to_the_response_head_not_the_body_drain() 
         "the handler's 100 ms, not the reader's 10 s: {expected:?}"
     );
 }
+
+#[shed(class = "critical", name = "http::upload")]
+async fn store_upload(body: String) -> Result<String, Rejected> {
+    Ok(format!("{} bytes", body.len()))
+}
+
+/// A request whose body never comes (a client trickling it, or stalled).
+fn stalled_upload(path: &str) -> Request<Body> {
+    struct Never;
+    impl futures_core::Stream for Never {
+        type Item = Result<Bytes, Infallible>;
+        fn poll_next(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            std::task::Poll::Pending
+        }
+    }
+    Request::post(path)
+        .header("content-length", "1000")
+        .body(Body::from_stream(Never))
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_request_body_holds_a_slot_only_where_the_layer_admits_the_request() {
+    let limiter = limiter(4);
+    let upload = axum::routing::post(|body: String| async move { store_upload(body).await });
+    let app = Router::new()
+        .route("/guarded", upload.clone())
+        .route("/by-handler", upload);
+    let service = ShedLayer::new(Routes::new("critical").by_handler("/by-handler"))
+        .limiter(limiter.clone())
+        .layer(app);
+
+    // Admitted by the handler's `#[shed]` fn, which runs after axum has
+    // read the body: the stalled client holds nothing.
+    let by_handler = tokio::spawn(service.clone().oneshot(stalled_upload("/by-handler")));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(limiter.stats().in_flight, 0);
+
+    // Admitted by the layer: the slot is held while the body is awaited,
+    // which is what the layer's documentation warns about.
+    let guarded = tokio::spawn(service.clone().oneshot(stalled_upload("/guarded")));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(limiter.stats().in_flight, 1);
+
+    // Dropping the request (the client went away) gives the slot back.
+    guarded.abort();
+    by_handler.abort();
+    let _ = guarded.await;
+    assert_eq!(limiter.stats().in_flight, 0);
+}

@@ -247,6 +247,14 @@ impl<B> Classify<B> for Routes {
 /// to the end of the body, so slow readers do not make it look slow.
 /// Responses answered by a `#[shed]` fallback carry
 /// `shed-degraded: fallback`.
+///
+/// **Request bodies.** A request guarded here holds its slots while the
+/// inner service reads its body, so a client that sends its body slowly
+/// holds them as long as it likes: the maximum hold time starts at the
+/// response. On routes that take a body, admit in the handler instead
+/// ([`Classification::ByHandler`] and a `#[shed]` fn: axum's extractors
+/// have read the body before the handler runs), or bound the read inside
+/// this layer (for example `tower_http::timeout::RequestBodyTimeoutLayer`).
 #[derive(Debug, Clone)]
 pub struct ShedLayer<C> {
     classify: C,
