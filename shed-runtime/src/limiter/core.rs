@@ -384,6 +384,13 @@ impl Core {
             };
             queue.codel.update(codel, now, reading);
         }
+        if queue.len() == 1
+            && !self.floors
+            && self.discipline.watches().is_none()
+            && let Some(granted) = self.dispatch_lone(queue, &mut now)
+        {
+            return granted;
+        }
         let ranks = queue.by_rank.len();
         let passes: &[bool] = if self.floors {
             &[true, false]
@@ -453,6 +460,43 @@ impl Core {
         }
         self.settle_flags(queue, false);
         granted
+    }
+
+    /// [`Core::dispatch_at`] of a queue that holds one waiter, in one lane
+    /// of arrival order, when no class reserves a floor and the
+    /// standing-queue controls are off (the common case under a brief
+    /// overload): what the general loop does for that waiter, granting it
+    /// or leaving it, without the loop's passes over the classes. `None`
+    /// when it must leave the queue unserved (out of time, its class off,
+    /// too heavy), or is not in such a lane: the general loop then deals
+    /// with it.
+    #[inline(always)]
+    fn dispatch_lone(&self, queue: &mut WaitQueue, now: &mut LazyNow) -> Option<Option<Waker>> {
+        let (c, band) = queue.lone_waiter()?;
+        let state = &self.classes[c];
+        let waiter = queue.lone_front(c, band)?;
+        if self.refusal_at_dispatch(state, waiter, now).is_some() {
+            return None;
+        }
+        Some(match self.try_grant(state, waiter) {
+            Grant::Granted => {
+                let waiter = queue.pop_lone_front(c, band).expect("peeked");
+                let task = waiter.grant_quietly(now.get());
+                self.tally(&waiter, true);
+                self.settle_flags(queue, false);
+                task
+            }
+            // As the loop: nobody else waits, and only a waiter that the
+            // capacity holds back keeps the limiter's flag set.
+            Grant::NoClassRoom => {
+                self.settle_flags(queue, false);
+                None
+            }
+            Grant::NoGlobalRoom => {
+                self.settle_flags(queue, true);
+                None
+            }
+        })
     }
 
     /// Why `waiter` (of `class`) must leave the queue without being

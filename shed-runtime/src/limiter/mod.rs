@@ -599,7 +599,10 @@ impl Held {
 
     /// The rest of an admission that found no room: refused if it can
     /// never fit, admitted unchecked in observe mode, else queued with its
-    /// budget's timer.
+    /// budget's timer. Inlined into its two callers, both out of line:
+    /// what the guard's caller does not have (a deadline, a clock read, an
+    /// estimate) then costs it no branches, and the facts are not copied.
+    #[inline(always)]
     fn wait_for_room(self, facts: Facts) -> Admission {
         let held = self;
         let Facts {

@@ -439,6 +439,15 @@ impl WaitQueue {
             .filter(|&b| queue.bands[b].len() == queue.len && queue.bands[b].anonymous_only())
     }
 
+    /// The class of the one waiter queued, and its band if that band is
+    /// one lane of arrival order (see [`WaitQueue::lone_lane`]).
+    #[inline]
+    pub(crate) fn lone_waiter(&self) -> Option<(usize, usize)> {
+        debug_assert_eq!(self.len, 1);
+        let class = self.per_class.iter().position(|q| !q.is_empty())?;
+        Some((class, self.lone_lane(class)?))
+    }
+
     /// The oldest waiter of `class`, whose waiters are all in band `band`'s
     /// one lane (see [`WaitQueue::lone_lane`]): what `peek(class, End::Front)`
     /// shows.
