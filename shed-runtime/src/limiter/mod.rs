@@ -661,16 +661,23 @@ impl Held {
                 deadline,
             );
         }
-        // The caller's attempt and tenant, in one lookup of its context
-        // (none outside any context).
-        let caller = if in_context {
-            crate::context::current_caller()
+        // The caller's attempt and tenant, in one lookup of its context;
+        // outside any context, a first attempt without a tenant or a plan
+        // (`Caller::OUTSIDE`), without building one.
+        let (retry, tenant) = if in_context {
+            let caller = crate::context::current_caller();
+            let retry = held.core.discipline.retries_yield && caller.attempt > 1;
+            let tier = held.tiers.rank(caller.plan.as_deref());
+            (
+                retry,
+                self::fair::TenantTag::named(caller.tenant, tier, caller.name),
+            )
         } else {
-            crate::context::Caller::OUTSIDE
+            (
+                false,
+                self::fair::TenantTag::named(None, held.tiers.rank(None), None),
+            )
         };
-        let retry = held.core.discipline.retries_yield && caller.attempt > 1;
-        let tier = held.tiers.rank(caller.plan.as_deref());
-        let tenant = self::fair::TenantTag::named(caller.tenant, tier, caller.name);
         let call = queue::Call {
             class,
             weight,
