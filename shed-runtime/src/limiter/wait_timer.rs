@@ -73,7 +73,27 @@ impl TimerSlot {
 thread_local! {
     /// A waiter whose call is over, kept for the next call on this thread
     /// that waits.
-    static SPARE: std::cell::Cell<Option<Arc<Waiter>>> = const { std::cell::Cell::new(None) };
+    static SPARE: std::cell::Cell<Option<Unique>> = const { std::cell::Cell::new(None) };
+}
+
+/// A waiter that nobody else holds: made only by [`recycle`], after
+/// `Arc::get_mut` proved it unique, and never cloned while it is one. No
+/// `Weak` of a waiter is ever made either, so it stays unique until it is
+/// handed out again, and reaching it needs no second check (a
+/// compare-and-swap of the weak count).
+#[cfg(not(shed_loom))]
+struct Unique(Arc<Waiter>);
+
+#[cfg(not(shed_loom))]
+impl Unique {
+    /// The waiter, to renew in place.
+    fn get_mut(&mut self) -> &mut Waiter {
+        // SAFETY: no other `Arc` or `Weak` of this waiter exists (see the
+        // type), so this `&mut` is the only reference to it; the pointer
+        // comes from the `Arc`'s own (`as_ptr` keeps the right to write,
+        // as `Arc::get_mut` does).
+        unsafe { &mut *Arc::as_ptr(&self.0).cast_mut() }
+    }
 }
 
 /// The shared waiter of a call that must wait: `call` with the timer of
@@ -85,12 +105,11 @@ thread_local! {
 /// [`Admission::timer`]: super::Admission::timer
 pub(crate) fn new_waiter(call: Call, gives_up: Instant) -> Arc<Waiter> {
     #[cfg(not(shed_loom))]
-    if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten()
-        && let Some(reused) = Arc::get_mut(&mut spare)
-    {
+    if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten() {
+        let reused = spare.get_mut();
         reused.renew(call);
         reused.timer.set(Some(super::Admission::timer(gives_up)));
-        return spare;
+        return spare.0;
     }
     let mut fresh = Waiter::of(call);
     fresh.timer.set(Some(super::Admission::timer(gives_up)));
@@ -108,7 +127,7 @@ pub(crate) fn recycle(mut waiter: Arc<Waiter>) {
     done.timer.set(None);
     done.clear();
     #[cfg(not(shed_loom))]
-    let _ = SPARE.try_with(|spare| spare.set(Some(waiter)));
+    let _ = SPARE.try_with(|spare| spare.set(Some(Unique(waiter))));
 }
 
 #[cfg(all(test, not(shed_loom)))]
