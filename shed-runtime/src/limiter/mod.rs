@@ -39,7 +39,6 @@ use self::controller::Controller;
 use self::core::Core;
 use self::counters::AdmittedTotals;
 use self::learned::Learned;
-use self::queue::Status;
 pub(crate) use self::state::MAX_CAPACITY;
 use self::window::Accumulator;
 use crate::estimate::ServiceEstimate;
@@ -687,11 +686,9 @@ impl Held {
             retry,
             tenant,
         };
+        // Queued when first polled, with the task to wake (see `Admission`).
         let waiter = wait_timer::new_waiter(call, gives_up.0);
-        match held.core.enqueue(&waiter) {
-            Status::Pending => Admission::waiting(held, waiter, name, expected, stats),
-            status => Admission::settled(held, waiter, status, name, expected, stats),
-        }
+        Admission::waiting(held, waiter, name, expected, stats)
     }
 
     /// Counts `count` calls of the caller's tenant, if it has one, in
