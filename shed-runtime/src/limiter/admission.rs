@@ -196,15 +196,27 @@ fn outcome(
     }
 }
 
+impl Admission {
+    /// The decision of an admission started by `Limiter::acquire` (a
+    /// guarded call's is made before its first poll): out of line, so
+    /// that polling a waiting call keeps a small frame.
+    #[inline(never)]
+    fn decide(&mut self) {
+        if let State::Start(request) = &mut self.state {
+            let r = request.take().expect("admission polled after completion");
+            let deadline = crate::context::current_deadline();
+            *self = Held::decide(r, deadline);
+        }
+    }
+}
+
 impl Future for Admission {
     type Output = Result<Permit, Rejected>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        if let State::Start(request) = &mut this.state {
-            let r = request.take().expect("admission polled after completion");
-            let deadline = crate::context::current_deadline();
-            *this = Held::decide(r, deadline);
+        if let State::Start(_) = this.state {
+            this.decide();
         }
         match &mut this.state {
             State::Start(_) => unreachable!("decided above"),
