@@ -132,6 +132,18 @@ fn task_of(waker: &Waker) -> (usize, usize) {
     )
 }
 
+impl super::Decision {
+    /// The decision as an admission to poll (for [`Held::decide`], whose
+    /// caller polls).
+    pub(crate) fn into_admission(self) -> Admission {
+        match self {
+            super::Decision::Admitted(permit) => Admission::ready(Ok(permit)),
+            super::Decision::Refused(rejected) => Admission::ready(Err(rejected)),
+            super::Decision::Wait(admission) => admission,
+        }
+    }
+}
+
 impl Wait {
     /// The waiter's status, with `task` left to be woken while it is
     /// pending: queued on the first poll (the waker stored under the lock

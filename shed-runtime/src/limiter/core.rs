@@ -538,6 +538,7 @@ impl Core {
     /// served, if it must: its class was switched off, it ran out of time,
     /// or it can never fit (the capacity fell below its weight while it
     /// waited).
+    #[inline(always)]
     fn refusal_at_dispatch(
         &self,
         class: &ClassState,
@@ -620,6 +621,7 @@ impl Core {
 
     /// Takes `waiter`'s slots, of its class's share (`class`) and of the
     /// limiter, if both have room.
+    #[inline(always)]
     fn try_grant(&self, class: &ClassState, waiter: &Waiter) -> Grant {
         // The dispatcher serves the class's own waiters, so it does not
         // yield to the class's flag.

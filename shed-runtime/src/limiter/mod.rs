@@ -557,7 +557,7 @@ impl Held {
             expected,
             in_context,
         };
-        held.wait_for_room(facts)
+        held.wait_for_room(facts).into_admission()
     }
 
     /// The guard's way in after its own try of the fast path (see
@@ -593,16 +593,16 @@ impl Held {
             expected: None,
             in_context,
         })
-        .into_decision()
     }
 
     /// The rest of an admission that found no room: refused if it can
     /// never fit, admitted unchecked in observe mode, else queued with its
-    /// budget's timer. Inlined into its two callers, both out of line:
+    /// budget's timer; as the decision the guarded fn goes on from.
+    /// Inlined into its two callers, both out of line:
     /// what the guard's caller does not have (a deadline, a clock read, an
     /// estimate) then costs it no branches, and the facts are not copied.
     #[inline(always)]
-    fn wait_for_room(self, facts: Facts) -> Admission {
+    fn wait_for_room(self, facts: Facts) -> Decision {
         let held = self;
         let Facts {
             mode,
@@ -618,19 +618,23 @@ impl Held {
         } = facts;
         let state = &held.core.classes[class];
         if weight > state.limit(held.core.word.capacity()) {
-            return held.refuse_or_observe(
-                mode,
-                class,
-                weight,
-                Reason::TooHeavy,
-                name,
-                now,
-                stats,
-                deadline,
-            );
+            return held
+                .refuse_or_observe(
+                    mode,
+                    class,
+                    weight,
+                    Reason::TooHeavy,
+                    name,
+                    now,
+                    stats,
+                    deadline,
+                )
+                .into_decision();
         }
         if mode == Mode::Observe {
-            return held.admit_unchecked(class, weight, now, stats, deadline);
+            return held
+                .admit_unchecked(class, weight, now, stats, deadline)
+                .into_decision();
         }
         let arrived = now.unwrap_or_else(Instant::now);
         let budget = max_wait.unwrap_or_else(|| match &held.auto {
@@ -649,16 +653,18 @@ impl Held {
         if tokio::runtime::Handle::try_current().is_err() {
             // Waiting needs tokio's timer, which panics outside a runtime:
             // refuse instead, before anything is queued.
-            return held.refuse_or_observe(
-                mode,
-                class,
-                weight,
-                Reason::NoRuntime,
-                name,
-                now,
-                stats,
-                deadline,
-            );
+            return held
+                .refuse_or_observe(
+                    mode,
+                    class,
+                    weight,
+                    Reason::NoRuntime,
+                    name,
+                    now,
+                    stats,
+                    deadline,
+                )
+                .into_decision();
         }
         // The caller's attempt and tenant, in one lookup of its context;
         // outside any context, a first attempt without a tenant or a plan
@@ -688,7 +694,8 @@ impl Held {
         };
         // Queued when first polled, with the task to wake (see `Admission`).
         let waiter = wait_timer::new_waiter(call, gives_up.0);
-        Admission::waiting(held, waiter, name, expected, stats)
+        // Built in place in the decision the guarded fn awaits.
+        Decision::Wait(Admission::waiting(held, waiter, name, expected, stats))
     }
 
     /// Counts `count` calls of the caller's tenant, if it has one, in
