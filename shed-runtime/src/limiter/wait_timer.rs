@@ -64,8 +64,18 @@ impl TimerSlot {
         }
     }
 
-    fn set(&mut self, sleep: Option<Sleep>) {
-        *self.0.get_mut() = sleep;
+    /// Starts the timer in place (the slot of a new waiter or a spare,
+    /// empty), without a copy of the `Sleep` through the stack.
+    #[inline(always)]
+    fn start(&mut self, gives_up: Instant) {
+        let slot = self.0.get_mut();
+        debug_assert!(slot.is_none(), "a spare's timer was dropped by recycle");
+        let _ = slot.insert(super::Admission::timer(gives_up));
+    }
+
+    /// Drops the timer (its entry leaves the runtime's timer wheel).
+    fn stop(&mut self) {
+        *self.0.get_mut() = None;
     }
 }
 
@@ -108,11 +118,11 @@ pub(crate) fn new_waiter(call: Call, gives_up: Instant) -> Arc<Waiter> {
     if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten() {
         let reused = spare.get_mut();
         reused.renew(call);
-        reused.timer.set(Some(super::Admission::timer(gives_up)));
+        reused.timer.start(gives_up);
         return spare.0;
     }
     let mut fresh = Waiter::of(call);
-    fresh.timer.set(Some(super::Admission::timer(gives_up)));
+    fresh.timer.start(gives_up);
     Arc::new(fresh)
 }
 
@@ -124,7 +134,7 @@ pub(crate) fn recycle(mut waiter: Arc<Waiter>) {
     let Some(done) = Arc::get_mut(&mut waiter) else {
         return;
     };
-    done.timer.set(None);
+    done.timer.stop();
     done.clear();
     #[cfg(not(shed_loom))]
     let _ = SPARE.try_with(|spare| spare.set(Some(Unique(waiter))));
