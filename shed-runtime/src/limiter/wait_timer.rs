@@ -113,6 +113,10 @@ impl Unique {
 /// this thread's spare if any, renewed in place.
 ///
 /// [`Admission::timer`]: super::Admission::timer
+// Always: inlined into the way into the queue (itself out of line), the
+// call's fields are written into the waiter rather than built on the
+// stack and copied.
+#[inline(always)]
 pub(crate) fn new_waiter(call: Call, gives_up: Instant) -> Arc<Waiter> {
     #[cfg(not(shed_loom))]
     if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten() {
