@@ -19,8 +19,9 @@ use crate::sync::Arc;
 /// or a [`Rejected`] (it must not).
 ///
 /// Most admissions are decided before the first poll and cost nothing more.
-/// A call that must wait holds a place in the bounded queue; dropping this
-/// future at any point gives the place, and any slots granted to it, back.
+/// A call that must wait holds a place in the bounded queue from its first
+/// poll; dropping this future at any point gives the place, and any slots
+/// granted to it, back.
 #[must_use = "an admission does nothing unless awaited"]
 pub struct Admission {
     state: State,
