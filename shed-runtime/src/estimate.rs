@@ -38,8 +38,11 @@ pub(crate) struct ServiceEstimate {
     nanos: AtomicU64,
     /// The estimate when the current window began.
     anchor: AtomicU64,
-    /// When the current window began, in nanoseconds since [`epoch`].
-    window_start: AtomicU64,
+    /// When the current window ends, in nanoseconds since [`epoch`]: kept
+    /// as its end so that the common check, whether it ended, is an
+    /// addition and a comparison of instants rather than a subtraction
+    /// (a `Duration` worked out of two instants, dearer).
+    window_end: AtomicU64,
 }
 
 /// A fixed point to count window starts from.
@@ -57,7 +60,7 @@ impl ServiceEstimate {
         Self {
             nanos: AtomicU64::new(0),
             anchor: AtomicU64::new(0),
-            window_start: AtomicU64::new(0),
+            window_end: AtomicU64::new(0),
         }
     }
 
@@ -66,7 +69,7 @@ impl ServiceEstimate {
     pub(crate) fn reset(&self) {
         self.nanos.store(0, Ordering::Relaxed);
         self.anchor.store(0, Ordering::Relaxed);
-        self.window_start.store(0, Ordering::Relaxed);
+        self.window_end.store(0, Ordering::Relaxed);
     }
 
     /// The estimate, once a call has completed.
@@ -80,13 +83,15 @@ impl ServiceEstimate {
     /// The bounds of the current window at `now`, opening a new one if the
     /// last has run out.
     fn bounds(&self, now: Instant, current: u64) -> (u64, u64) {
-        let at = nanos(now.saturating_duration_since(epoch()));
-        let started = self.window_start.load(Ordering::Relaxed);
+        let epoch = epoch();
+        let ends = self.window_end.load(Ordering::Relaxed);
         let mut anchor = self.anchor.load(Ordering::Relaxed);
-        if anchor == 0 || at.saturating_sub(started) >= nanos(WINDOW) {
+        if anchor == 0 || now >= epoch + Duration::from_nanos(ends) {
             anchor = current;
             self.anchor.store(anchor, Ordering::Relaxed);
-            self.window_start.store(at, Ordering::Relaxed);
+            let at = nanos(now.saturating_duration_since(epoch));
+            self.window_end
+                .store(at.saturating_add(nanos(WINDOW)), Ordering::Relaxed);
         }
         ((anchor / FACTOR).max(1), anchor.saturating_mul(FACTOR))
     }

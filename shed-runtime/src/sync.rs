@@ -28,37 +28,68 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     }
 }
 
-/// Where a waiting call leaves its waker for whoever settles it: lock-free
-/// (`atomic-waker`), or under `loom` a mutex that loom can model.
-#[cfg(not(shed_loom))]
-pub(crate) use atomic_waker::AtomicWaker as WakerSlot;
+/// Where a waiting call leaves its waker for whoever settles it. Every
+/// access through a shared reference is made under the queue lock, which
+/// every settling of a waiter holds too, so a plain cell suffices: the
+/// waiter leaves its waker while it queues (or, polled again by another
+/// task, re-registers under the lock), and a dispatcher takes it when it
+/// grants or refuses the waiter, under that same lock. Under `loom`,
+/// loom's cell, which checks that the accesses never overlap.
+#[derive(Debug)]
+pub(crate) struct WakerCell(
+    #[cfg(not(shed_loom))] std::cell::UnsafeCell<Option<std::task::Waker>>,
+    #[cfg(shed_loom)] loom::cell::UnsafeCell<Option<std::task::Waker>>,
+);
 
-#[cfg(shed_loom)]
-#[derive(Debug, Default)]
-pub(crate) struct WakerSlot(Mutex<Option<std::task::Waker>>);
+// SAFETY: the cell is reached through `&self` only under the queue lock
+// (the contract of `register` and `take`), and a `Waker` is `Send`.
+unsafe impl Sync for WakerCell {}
 
-#[cfg(shed_loom)]
-impl WakerSlot {
+impl WakerCell {
     pub(crate) fn new() -> Self {
-        Self::default()
+        #[cfg(not(shed_loom))]
+        return Self(std::cell::UnsafeCell::new(None));
+        #[cfg(shed_loom)]
+        return Self(loom::cell::UnsafeCell::new(None));
     }
 
-    pub(crate) fn register(&self, waker: &std::task::Waker) {
-        let mut slot = lock(&self.0);
-        match slot.as_ref() {
+    /// Stores `waker`, unless the one stored wakes the same task.
+    ///
+    /// # Safety
+    ///
+    /// No other access to the cell may overlap: the caller holds the queue
+    /// lock, which every other access through `&self` holds too.
+    pub(crate) unsafe fn register(&self, waker: &std::task::Waker) {
+        let store = |slot: &mut Option<std::task::Waker>| match slot {
             Some(current) if current.will_wake(waker) => {}
             _ => *slot = Some(waker.clone()),
-        }
+        };
+        #[cfg(not(shed_loom))]
+        // SAFETY: no overlapping access (the caller's contract).
+        store(unsafe { &mut *self.0.get() });
+        #[cfg(shed_loom)]
+        // SAFETY: as above; loom checks it.
+        self.0.with_mut(|p| store(unsafe { &mut *p }));
     }
 
-    pub(crate) fn wake(&self) {
-        if let Some(waker) = self.take() {
-            waker.wake();
-        }
+    /// Takes the waker out.
+    ///
+    /// # Safety
+    ///
+    /// As for [`WakerCell::register`].
+    pub(crate) unsafe fn take(&self) -> Option<std::task::Waker> {
+        #[cfg(not(shed_loom))]
+        // SAFETY: no overlapping access (the caller's contract).
+        return unsafe { (*self.0.get()).take() };
+        #[cfg(shed_loom)]
+        // SAFETY: as above; loom checks it.
+        return self.0.with_mut(|p| unsafe { (*p).take() });
     }
 
-    pub(crate) fn take(&self) -> Option<std::task::Waker> {
-        lock(&self.0).take()
+    /// Drops the waker, through an exclusive reference (a waiter nobody
+    /// shares).
+    pub(crate) fn clear(&mut self) {
+        *self = Self::new();
     }
 }
 

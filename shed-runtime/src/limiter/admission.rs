@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use tokio::time::{Instant, Sleep};
@@ -19,8 +19,9 @@ use crate::sync::Arc;
 /// or a [`Rejected`] (it must not).
 ///
 /// Most admissions are decided before the first poll and cost nothing more.
-/// A call that must wait holds a place in the bounded queue; dropping this
-/// future at any point gives the place, and any slots granted to it, back.
+/// A call that must wait holds a place in the bounded queue from its first
+/// poll; dropping this future at any point gives the place, and any slots
+/// granted to it, back.
 #[must_use = "an admission does nothing unless awaited"]
 pub struct Admission {
     state: State,
@@ -36,6 +37,14 @@ struct Wait {
     held: Held,
     /// Taken back (recycled) when the wait is dropped.
     waiter: ManuallyDrop<Arc<Waiter>>,
+    /// Whether the waiter was queued: on the first poll, which stores the
+    /// polling task in it under the queue lock that queueing takes anyway
+    /// (as tokio's `Semaphore` queues its waiter with its waker).
+    queued: bool,
+    /// Which task the waiter wakes (its waker's data and vtable, as
+    /// `Waker::will_wake` compares them): a poll by the same task takes
+    /// no lock to store it again.
+    task: (usize, usize),
     name: &'static str,
     /// The fn's expected service time, if read already (for a caller with
     /// a deadline); else read only if the call is refused.
@@ -91,26 +100,14 @@ impl Admission {
             state: State::Waiting(Wait {
                 held,
                 waiter: ManuallyDrop::new(waiter),
+                queued: false,
+                task: (0, 0),
                 name,
                 expected,
                 stats,
                 done: false,
             }),
         }
-    }
-
-    /// A waiter whose fate was decided while it was being queued.
-    pub(crate) fn settled(
-        held: Held,
-        waiter: Arc<Waiter>,
-        status: Status,
-        name: &'static str,
-        expected: Option<Duration>,
-        stats: Option<&'static PolicyStats>,
-    ) -> Self {
-        let result = outcome(&held, &waiter, status, name, expected, stats);
-        wait_timer::recycle(waiter);
-        Self::ready(result)
     }
 }
 
@@ -128,7 +125,46 @@ impl Admission {
     }
 }
 
+/// What `Waker::will_wake` compares: whether two wakers wake the same task.
+fn task_of(waker: &Waker) -> (usize, usize) {
+    (
+        waker.data() as usize,
+        std::ptr::from_ref(waker.vtable()) as usize,
+    )
+}
+
+impl super::Decision {
+    /// The decision as an admission to poll (for [`Held::decide`], whose
+    /// caller polls).
+    pub(crate) fn into_admission(self) -> Admission {
+        match self {
+            super::Decision::Admitted(permit) => Admission::ready(Ok(permit)),
+            super::Decision::Refused(rejected) => Admission::ready(Err(rejected)),
+            super::Decision::Wait(admission) => admission,
+        }
+    }
+}
+
 impl Wait {
+    /// The waiter's status, with `task` left to be woken while it is
+    /// pending: queued on the first poll (the waker stored under the lock
+    /// that queueing takes); on a later poll the lock is taken only when
+    /// another task polls (a waker moved, as `select!` or a join may do).
+    fn status(&mut self, task: &Waker) -> Status {
+        if !self.queued {
+            self.queued = true;
+            self.task = task_of(task);
+            return self.held.core.enqueue(&self.waiter, task);
+        }
+        match self.waiter.status() {
+            Status::Pending if task_of(task) != self.task => {
+                self.task = task_of(task);
+                self.held.core.register(&self.waiter, task)
+            }
+            status => status,
+        }
+    }
+
     fn outcome(&mut self, status: Status) -> Result<Permit, Rejected> {
         self.done = true;
         outcome(
@@ -173,15 +209,27 @@ fn outcome(
     }
 }
 
+impl Admission {
+    /// The decision of an admission started by `Limiter::acquire` (a
+    /// guarded call's is made before its first poll): out of line, so
+    /// that polling a waiting call keeps a small frame.
+    #[inline(never)]
+    fn decide(&mut self) {
+        if let State::Start(request) = &mut self.state {
+            let r = request.take().expect("admission polled after completion");
+            let deadline = crate::context::current_deadline();
+            *self = Held::decide(r, deadline);
+        }
+    }
+}
+
 impl Future for Admission {
     type Output = Result<Permit, Rejected>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        if let State::Start(request) = &mut this.state {
-            let r = request.take().expect("admission polled after completion");
-            let deadline = crate::context::current_deadline();
-            *this = Held::decide(r, deadline);
+        if let State::Start(_) = this.state {
+            this.decide();
         }
         match &mut this.state {
             State::Start(_) => unreachable!("decided above"),
@@ -190,13 +238,7 @@ impl Future for Admission {
             }
             State::Waiting(wait) => {
                 assert!(!wait.done, "admission polled after completion");
-                let status = match wait.waiter.status() {
-                    Status::Pending => {
-                        wait.waiter.register(cx.waker());
-                        wait.waiter.status()
-                    }
-                    settled => settled,
-                };
+                let status = wait.status(cx.waker());
                 if status != Status::Pending {
                     return Poll::Ready(wait.outcome(status));
                 }
@@ -215,11 +257,50 @@ impl Future for Admission {
 
 impl Drop for Wait {
     fn drop(&mut self) {
-        if !self.done {
+        // A waiter never queued (dropped before its first poll) has
+        // nothing to take back.
+        if !self.done && self.queued {
             self.held.core.abandon(&self.waiter);
         }
         // SAFETY: `drop` runs once, and nothing uses the field after it.
         let waiter = unsafe { ManuallyDrop::take(&mut self.waiter) };
         wait_timer::recycle(waiter);
+    }
+}
+
+#[cfg(all(test, not(shed_loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    struct Task(AtomicUsize);
+
+    impl std::task::Wake for Task {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn task() -> (Waker, std::sync::Arc<Task>) {
+        let task = std::sync::Arc::new(Task(AtomicUsize::new(0)));
+        (Waker::from(task.clone()), task)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_call_polled_by_another_task_wakes_that_task_when_granted() {
+        let limiter = crate::Limiter::builder().capacity(1).build().unwrap();
+        let held = limiter.acquire("critical", 1, "held").await.unwrap();
+        let mut waiting = Box::pin(limiter.acquire("critical", 1, "waiting"));
+        let (first, first_task) = task();
+        let (second, second_task) = task();
+        let mut poll = |waker: &Waker| waiting.as_mut().poll(&mut Context::from_waker(waker));
+        assert!(poll(&first).is_pending(), "queued behind the held slot");
+        assert!(poll(&first).is_pending(), "polled again by the same task");
+        assert!(poll(&second).is_pending(), "moved to another task");
+        drop(held);
+        let woken = |t: &Task| t.0.load(Ordering::SeqCst);
+        assert_eq!((woken(&first_task), woken(&second_task)), (0, 1));
+        assert!(matches!(poll(&second), Poll::Ready(Ok(_))));
     }
 }

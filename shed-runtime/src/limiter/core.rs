@@ -8,6 +8,10 @@
 //!   queue lock, and every grant is matched by exactly one release (a
 //!   release wakes the task it granted after letting go of the lock: the
 //!   grant is published before, see `Waiter::grant_quietly`);
+//! - the task a waiter wakes is stored (when it queues, or when another
+//!   task polls it) and taken (when it is settled) under that same lock:
+//!   a settling either comes first, and the poll that stores sees it, or
+//!   comes after and takes the task stored last (see `sync::WakerCell`);
 //! - a class's waiters flag is set whenever it has queued waiters, from
 //!   before any dispatch looks at the new waiter: the fast path of that
 //!   class never overtakes them, and a release (or an undone take) of that
@@ -159,9 +163,40 @@ impl Core {
 
     /// The slow path: queues `waiter` and serves whoever can be served now,
     /// the new waiter included. Returns the waiter's status afterwards:
-    /// `Pending` means it waits (and will be woken).
-    pub(crate) fn enqueue(&self, waiter: &Arc<Waiter>) -> Status {
+    /// `Pending` means it waits, and `task` is woken when it is granted or
+    /// refused (stored under the lock, before anybody can settle it).
+    pub(crate) fn enqueue(&self, waiter: &Arc<Waiter>, task: &Waker) -> Status {
         let mut queue = lock(&self.queue);
+        match self.enqueue_locked(&mut queue, waiter) {
+            // SAFETY: under the lock of the queue the waiter is in.
+            Status::Pending => unsafe { waiter.register(task) },
+            settled => settled,
+        }
+    }
+
+    /// [`Core::enqueue`] of a waiter whose task is woken by nothing (the
+    /// tests that look at its status themselves).
+    #[cfg(test)]
+    pub(crate) fn enqueue_unwoken(&self, waiter: &Arc<Waiter>) -> Status {
+        self.enqueue(waiter, Waker::noop())
+    }
+
+    /// A waiting call polled again, by a task that may not be the one it
+    /// stored: stores `task` if the waiter is still pending, and returns
+    /// its status. Under the lock, as every settling (see
+    /// `Waiter::register`).
+    pub(crate) fn register(&self, waiter: &Waiter, task: &Waker) -> Status {
+        let _queue = lock(&self.queue);
+        // SAFETY: under the lock of the queue the waiter was queued in.
+        unsafe { waiter.register(task) }
+    }
+
+    /// [`Core::enqueue`] under its lock.
+    fn enqueue_locked(
+        &self,
+        queue: &mut MutexGuard<'_, WaitQueue>,
+        waiter: &Arc<Waiter>,
+    ) -> Status {
         let state = &self.classes[waiter.class];
         if !state.is_enabled() {
             // Switched off after the caller checked. The switch is stored
@@ -184,20 +219,20 @@ impl Core {
         {
             // Even evicting everybody it may would not make room: refuse
             // without evicting anybody.
-            self.refuse_overflow(&mut queue, waiter, Reason::QueueFull);
+            self.refuse_overflow(queue, waiter, Reason::QueueFull);
             return waiter.status();
         }
         queue.push(Arc::clone(waiter));
         if queue.class_flag_changes(waiter.class, true) {
             state.set_waiters(true);
         }
-        if self.waits_alone_behind_the_capacity(&mut queue, state, waiter) {
+        if self.waits_alone_behind_the_capacity(queue, state, waiter) {
             return Status::Pending;
         }
         // The waiter's arrival stands in for the clock: read just before
         // it queued, it is at most the time the lock took behind "now", and
         // every waiter's own timer refuses it at its budget exactly.
-        if let Some(task) = self.dispatch_at(&mut queue, LazyNow(Some(waiter.arrived))) {
+        if let Some(task) = self.dispatch_at(queue, LazyNow(Some(waiter.arrived))) {
             task.wake();
         }
         if waiter.status() != Status::Pending {
@@ -215,12 +250,12 @@ impl Core {
                     Arc::clone(waiter)
                 }
             };
-            self.refuse_overflow(&mut queue, &victim, Reason::QueueFull);
+            self.refuse_overflow(queue, &victim, Reason::QueueFull);
             evicted = true;
         }
         if evicted {
             // Evicted waiters may have been heads that held others up.
-            self.dispatch(&mut queue);
+            self.dispatch(queue);
         }
         waiter.status()
     }
@@ -384,6 +419,13 @@ impl Core {
             };
             queue.codel.update(codel, now, reading);
         }
+        if queue.len() == 1
+            && !self.floors
+            && self.discipline.watches().is_none()
+            && let Some(granted) = self.dispatch_lone(queue, &mut now)
+        {
+            return granted;
+        }
         let ranks = queue.by_rank.len();
         let passes: &[bool] = if self.floors {
             &[true, false]
@@ -455,10 +497,48 @@ impl Core {
         granted
     }
 
+    /// [`Core::dispatch_at`] of a queue that holds one waiter, in one lane
+    /// of arrival order, when no class reserves a floor and the
+    /// standing-queue controls are off (the common case under a brief
+    /// overload): what the general loop does for that waiter, granting it
+    /// or leaving it, without the loop's passes over the classes. `None`
+    /// when it must leave the queue unserved (out of time, its class off,
+    /// too heavy), or is not in such a lane: the general loop then deals
+    /// with it.
+    #[inline(always)]
+    fn dispatch_lone(&self, queue: &mut WaitQueue, now: &mut LazyNow) -> Option<Option<Waker>> {
+        let (c, band) = queue.lone_waiter()?;
+        let state = &self.classes[c];
+        let waiter = queue.lone_front(c, band)?;
+        if self.refusal_at_dispatch(state, waiter, now).is_some() {
+            return None;
+        }
+        Some(match self.try_grant(state, waiter) {
+            Grant::Granted => {
+                let waiter = queue.pop_lone_front(c, band).expect("peeked");
+                let task = waiter.grant_quietly(now.get());
+                self.tally(&waiter, true);
+                self.settle_flags(queue, false);
+                task
+            }
+            // As the loop: nobody else waits, and only a waiter that the
+            // capacity holds back keeps the limiter's flag set.
+            Grant::NoClassRoom => {
+                self.settle_flags(queue, false);
+                None
+            }
+            Grant::NoGlobalRoom => {
+                self.settle_flags(queue, true);
+                None
+            }
+        })
+    }
+
     /// Why `waiter` (of `class`) must leave the queue without being
     /// served, if it must: its class was switched off, it ran out of time,
     /// or it can never fit (the capacity fell below its weight while it
     /// waited).
+    #[inline(always)]
     fn refusal_at_dispatch(
         &self,
         class: &ClassState,
@@ -541,6 +621,7 @@ impl Core {
 
     /// Takes `waiter`'s slots, of its class's share (`class`) and of the
     /// limiter, if both have room.
+    #[inline(always)]
     fn try_grant(&self, class: &ClassState, waiter: &Waiter) -> Grant {
         // The dispatcher serves the class's own waiters, so it does not
         // yield to the class's flag.
@@ -672,7 +753,7 @@ mod tests {
         let core = core(4);
         assert!(core.try_acquire(1, 2).is_some(), "batch at its share");
         let queued = waiter(1, 1, Instant::now());
-        assert_eq!(core.enqueue(&queued), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&queued), Status::Pending);
         assert!(!core.snapshot().waiters, "the limiter's flag is clear");
         assert!(
             core.try_acquire(0, 2).is_some(),
@@ -692,7 +773,7 @@ mod tests {
         let core = core(2);
         assert!(core.try_acquire(0, 2).is_some());
         let queued = waiter(0, 1, Instant::now());
-        assert_eq!(core.enqueue(&queued), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&queued), Status::Pending);
         assert!(core.snapshot().waiters);
         core.release(0, 1);
         assert_eq!(queued.status(), Status::Granted);
@@ -710,8 +791,8 @@ mod tests {
         let budget = |after| Some((start + ms(after), Reason::MaxWait));
         let expired = Waiter::new(0, 1, start, budget(1), None, false);
         let fresh = Waiter::new(0, 1, start + ms(1), budget(1_000), None, false);
-        assert_eq!(core.enqueue(&expired), Status::Pending);
-        assert_eq!(core.enqueue(&fresh), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&expired), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&fresh), Status::Pending);
         core.release_at(0, 1, Some(start + ms(2)));
         assert_eq!(expired.status(), Status::Refused(Reason::MaxWait));
         assert_eq!(fresh.status(), Status::Granted);
@@ -729,14 +810,14 @@ mod tests {
         let start = Instant::now();
         let later = waiter(0, 1, start + std::time::Duration::from_millis(1));
         let earlier = waiter(0, 1, start);
-        assert_eq!(core.enqueue(&later), Status::Pending);
-        assert_eq!(core.enqueue(&earlier), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&later), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&earlier), Status::Pending);
         core.release(0, 1);
         assert_eq!(earlier.status(), Status::Granted);
         assert_eq!(later.status(), Status::Pending);
         // Removing from the middle of a class's queue finds the waiter.
         let last = waiter(0, 1, start + std::time::Duration::from_millis(2));
-        assert_eq!(core.enqueue(&last), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&last), Status::Pending);
         core.abandon(&later);
         core.release(0, 1);
         assert_eq!(last.status(), Status::Granted);

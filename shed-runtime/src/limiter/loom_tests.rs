@@ -31,7 +31,7 @@ fn acquire(core: &Core) -> Result<(), Arc<Waiter>> {
         return Ok(());
     }
     let waiter = Waiter::new(0, 1, Instant::now(), None, None, false);
-    match core.enqueue(&waiter) {
+    match core.enqueue_unwoken(&waiter) {
         Status::Granted => Ok(()),
         Status::Pending => Err(waiter),
         Status::Refused(reason) => panic!("refused: {reason}"),
@@ -75,7 +75,7 @@ fn loom_cancel_racing_a_release_leaks_nothing() {
         let core = core(1, 1.0);
         assert!(core.try_acquire(0, 1).is_some());
         let waiter = Waiter::new(0, 1, Instant::now(), None, None, false);
-        assert_eq!(core.enqueue(&waiter), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&waiter), Status::Pending);
         let releaser = {
             let core = core.clone();
             thread::spawn(move || core.release(0, 1))
@@ -94,7 +94,7 @@ fn loom_a_waiter_reads_its_grant_time_only_once_it_is_published() {
         let arrived = Instant::now();
         let at = arrived + std::time::Duration::from_millis(3);
         let waiter = Waiter::new(0, 1, arrived, None, None, false);
-        assert_eq!(core.enqueue(&waiter), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&waiter), Status::Pending);
         let releaser = {
             let core = core.clone();
             thread::spawn(move || core.release_at(0, 1, Some(at)))
@@ -106,6 +106,57 @@ fn loom_a_waiter_reads_its_grant_time_only_once_it_is_published() {
         }
         releaser.join().unwrap();
         assert_eq!(waiter.granted_at(), Some(at));
+        core.release(0, 1);
+        assert_idle(&core);
+    });
+}
+
+/// A task that counts its wake-ups, on loom's atomics.
+struct Task(loom::sync::atomic::AtomicUsize);
+
+impl std::task::Wake for Task {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, loom::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+fn task() -> (std::task::Waker, std::sync::Arc<Task>) {
+    let task = std::sync::Arc::new(Task(loom::sync::atomic::AtomicUsize::new(0)));
+    (std::task::Waker::from(task.clone()), task)
+}
+
+#[test]
+fn loom_the_task_a_waiter_leaves_under_the_lock_is_the_one_its_grant_wakes() {
+    loom::model(|| {
+        let core = core(1, 1.0);
+        assert!(core.try_acquire(0, 1).is_some());
+        let releaser = {
+            let core = core.clone();
+            thread::spawn(move || core.release(0, 1))
+        };
+        let (first, first_task) = task();
+        let (second, second_task) = task();
+        let waiter = Waiter::new(0, 1, Instant::now(), None, None, false);
+        // Queued with its first task, then polled by another (as after a
+        // `select!` moved it), both racing the release's grant.
+        let queued = core.enqueue(&waiter, &first);
+        let polled = match queued {
+            Status::Pending => core.register(&waiter, &second),
+            settled => settled,
+        };
+        releaser.join().unwrap();
+        assert_eq!(waiter.status(), Status::Granted);
+        let load = |t: &Task| t.0.load(loom::sync::atomic::Ordering::SeqCst);
+        let woken = (load(&first_task), load(&second_task));
+        match (queued, polled) {
+            // Granted while queueing: nobody waits to be woken.
+            (Status::Granted, _) => assert_eq!(woken, (0, 0)),
+            // Granted before the second poll, which saw it: the first task.
+            (Status::Pending, Status::Granted) => assert_eq!(woken, (1, 0)),
+            // Granted after: the task that polled last, and it alone.
+            (Status::Pending, Status::Pending) => assert_eq!(woken, (0, 1)),
+            other => panic!("{other:?}"),
+        }
         core.release(0, 1);
         assert_idle(&core);
     });
@@ -167,7 +218,7 @@ fn acquire_as(core: &Core, class: usize, weight: u64) -> Result<(), Arc<Waiter>>
         return Ok(());
     }
     let waiter = Waiter::new(class, weight, Instant::now(), None, None, false);
-    match core.enqueue(&waiter) {
+    match core.enqueue_unwoken(&waiter) {
         Status::Granted => Ok(()),
         Status::Pending => Err(waiter),
         Status::Refused(reason) => panic!("refused: {reason}"),
@@ -381,7 +432,7 @@ fn loom_a_class_switched_off_never_keeps_a_call_that_queues_meanwhile() {
         let waiter = Waiter::new(1, 1, Instant::now(), None, None, false);
         if core.classes[1].is_enabled() {
             assert_ne!(
-                core.enqueue(&waiter),
+                core.enqueue_unwoken(&waiter),
                 Status::Granted,
                 "the limiter is full"
             );
@@ -420,8 +471,8 @@ fn loom_a_cancel_in_one_lane_racing_a_release_strands_no_other_lane() {
             )
         };
         let (first, second) = (tagged(1), tagged(2));
-        assert_eq!(core.enqueue(&first), Status::Pending);
-        assert_eq!(core.enqueue(&second), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&first), Status::Pending);
+        assert_eq!(core.enqueue_unwoken(&second), Status::Pending);
         let releaser = {
             let core = core.clone();
             thread::spawn(move || core.release(0, 1))

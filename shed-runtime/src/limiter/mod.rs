@@ -39,7 +39,6 @@ use self::controller::Controller;
 use self::core::Core;
 use self::counters::AdmittedTotals;
 use self::learned::Learned;
-use self::queue::Status;
 pub(crate) use self::state::MAX_CAPACITY;
 use self::window::Accumulator;
 use crate::estimate::ServiceEstimate;
@@ -558,7 +557,7 @@ impl Held {
             expected,
             in_context,
         };
-        held.wait_for_room(facts)
+        held.wait_for_room(facts).into_admission()
     }
 
     /// The guard's way in after its own try of the fast path (see
@@ -594,13 +593,16 @@ impl Held {
             expected: None,
             in_context,
         })
-        .into_decision()
     }
 
     /// The rest of an admission that found no room: refused if it can
     /// never fit, admitted unchecked in observe mode, else queued with its
-    /// budget's timer.
-    fn wait_for_room(self, facts: Facts) -> Admission {
+    /// budget's timer; as the decision the guarded fn goes on from.
+    /// Inlined into its two callers, both out of line:
+    /// what the guard's caller does not have (a deadline, a clock read, an
+    /// estimate) then costs it no branches, and the facts are not copied.
+    #[inline(always)]
+    fn wait_for_room(self, facts: Facts) -> Decision {
         let held = self;
         let Facts {
             mode,
@@ -616,19 +618,23 @@ impl Held {
         } = facts;
         let state = &held.core.classes[class];
         if weight > state.limit(held.core.word.capacity()) {
-            return held.refuse_or_observe(
-                mode,
-                class,
-                weight,
-                Reason::TooHeavy,
-                name,
-                now,
-                stats,
-                deadline,
-            );
+            return held
+                .refuse_or_observe(
+                    mode,
+                    class,
+                    weight,
+                    Reason::TooHeavy,
+                    name,
+                    now,
+                    stats,
+                    deadline,
+                )
+                .into_decision();
         }
         if mode == Mode::Observe {
-            return held.admit_unchecked(class, weight, now, stats, deadline);
+            return held
+                .admit_unchecked(class, weight, now, stats, deadline)
+                .into_decision();
         }
         let arrived = now.unwrap_or_else(Instant::now);
         let budget = max_wait.unwrap_or_else(|| match &held.auto {
@@ -647,27 +653,36 @@ impl Held {
         if tokio::runtime::Handle::try_current().is_err() {
             // Waiting needs tokio's timer, which panics outside a runtime:
             // refuse instead, before anything is queued.
-            return held.refuse_or_observe(
-                mode,
-                class,
-                weight,
-                Reason::NoRuntime,
-                name,
-                now,
-                stats,
-                deadline,
-            );
+            return held
+                .refuse_or_observe(
+                    mode,
+                    class,
+                    weight,
+                    Reason::NoRuntime,
+                    name,
+                    now,
+                    stats,
+                    deadline,
+                )
+                .into_decision();
         }
-        // The caller's attempt and tenant, in one lookup of its context
-        // (none outside any context).
-        let caller = if in_context {
-            crate::context::current_caller()
+        // The caller's attempt and tenant, in one lookup of its context;
+        // outside any context, a first attempt without a tenant or a plan
+        // (`Caller::OUTSIDE`), without building one.
+        let (retry, tenant) = if in_context {
+            let caller = crate::context::current_caller();
+            let retry = held.core.discipline.retries_yield && caller.attempt > 1;
+            let tier = held.tiers.rank(caller.plan.as_deref());
+            (
+                retry,
+                self::fair::TenantTag::named(caller.tenant, tier, caller.name),
+            )
         } else {
-            crate::context::Caller::OUTSIDE
+            (
+                false,
+                self::fair::TenantTag::named(None, held.tiers.rank(None), None),
+            )
         };
-        let retry = held.core.discipline.retries_yield && caller.attempt > 1;
-        let tier = held.tiers.rank(caller.plan.as_deref());
-        let tenant = self::fair::TenantTag::named(caller.tenant, tier, caller.name);
         let call = queue::Call {
             class,
             weight,
@@ -677,11 +692,10 @@ impl Held {
             retry,
             tenant,
         };
+        // Queued when first polled, with the task to wake (see `Admission`).
         let waiter = wait_timer::new_waiter(call, gives_up.0);
-        match held.core.enqueue(&waiter) {
-            Status::Pending => Admission::waiting(held, waiter, name, expected, stats),
-            status => Admission::settled(held, waiter, status, name, expected, stats),
-        }
+        // Built in place in the decision the guarded fn awaits.
+        Decision::Wait(Admission::waiting(held, waiter, name, expected, stats))
     }
 
     /// Counts `count` calls of the caller's tenant, if it has one, in

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::fair::{key, FairBand, TenantTag};
 use crate::rejected::Reason;
-use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering, PublishedCell, WakerSlot};
+use crate::sync::{Arc, AtomicU64, AtomicU8, Ordering, PublishedCell, WakerCell};
 
 const PENDING: u8 = 0;
 const GRANTED: u8 = 1;
@@ -44,7 +44,10 @@ pub(crate) struct Waiter {
     /// dispatcher works nothing out for it.
     granted_at: PublishedCell<Instant>,
     status: AtomicU8,
-    waker: WakerSlot,
+    /// The task to wake when the status changes: left by the waiting
+    /// future under the queue lock, taken by whoever settles the waiter,
+    /// under the same lock (see [`WakerCell`]).
+    waker: WakerCell,
     /// Its budget's timer, polled by its future alone (see `wait_timer`).
     pub(crate) timer: super::wait_timer::TimerSlot,
 }
@@ -101,7 +104,7 @@ impl Waiter {
             call,
             seq: AtomicU64::new(0),
             status: AtomicU8::new(PENDING),
-            waker: WakerSlot::new(),
+            waker: WakerCell::new(),
             timer: Default::default(),
         }
     }
@@ -115,13 +118,13 @@ impl Waiter {
         self.call = call;
         self.seq = AtomicU64::new(0);
         self.status = AtomicU8::new(PENDING);
-        self.waker = WakerSlot::new();
+        // The waker cell was emptied by `clear`, as every spare's is.
     }
 
     /// Lets go of what a finished waiter refers to (the task that waited,
     /// its tenant's name), so that a spare keeps nothing alive.
     pub(crate) fn clear(&mut self) {
-        self.waker = WakerSlot::new();
+        self.waker.clear();
         self.call.tenant = TenantTag::new(None, 0);
     }
 
@@ -142,14 +145,34 @@ impl Waiter {
         }
     }
 
-    /// Stores the task to wake when the status changes.
-    pub(crate) fn register(&self, waker: &Waker) {
-        self.waker.register(waker);
+    /// Stores the task to wake when the status changes, if the waiter is
+    /// still pending; returns its status. Under the queue lock, as every
+    /// settling: so a waiter settled before this call is seen settled
+    /// here, and one settled after it wakes the task stored here.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of the queue this waiter is queued in.
+    pub(crate) unsafe fn register(&self, waker: &Waker) -> Status {
+        let status = self.status();
+        if status == Status::Pending {
+            // SAFETY: under the queue lock (the caller's contract), as
+            // every access through `&self`.
+            unsafe { self.waker.register(waker) };
+        }
+        status
     }
 
+    /// Settles the waiter and wakes its task. Under the queue lock (the
+    /// caller's, as every settling).
     fn settle(&self, status: u8) {
         self.status.store(status, Ordering::SeqCst);
-        self.waker.wake();
+        // SAFETY: under the queue lock (the callers: `refuse`, by the
+        // core's dispatch, expiry and refusals, all holding it; and the
+        // tests' own waiters, which nothing else reaches at the time).
+        if let Some(task) = unsafe { self.waker.take() } {
+            task.wake();
+        }
     }
 
     /// Grants the waiter its slots at `now` (the dispatcher's clock).
@@ -164,15 +187,16 @@ impl Waiter {
     /// returns its task for the caller to wake, unwoken, so that the
     /// dispatcher can wake it after letting go of the queue lock. Sound to
     /// wake late: the grant is stored before the task is taken, so a poll
-    /// meanwhile sees it, and a task registering meanwhile is woken by its
-    /// own registration (the `AtomicWaker` protocol).
+    /// meanwhile sees it, and a registration meanwhile (under the lock,
+    /// after this) sees the grant and stores nothing.
     pub(crate) fn grant_quietly(&self, now: Instant) -> Option<Waker> {
         // SAFETY: under the queue lock, as every grant; a waiter is granted
         // once (it leaves the queue as it is), and its time is read only
         // after the status store below, which publishes it (`SeqCst`).
         unsafe { self.granted_at.write(now) };
         self.status.store(GRANTED, Ordering::SeqCst);
-        self.waker.take()
+        // SAFETY: under the queue lock, as above.
+        unsafe { self.waker.take() }
     }
 
     /// When the waiter was granted, by the dispatcher's clock, if it was.
@@ -437,6 +461,15 @@ impl WaitQueue {
         queue
             .served()
             .filter(|&b| queue.bands[b].len() == queue.len && queue.bands[b].anonymous_only())
+    }
+
+    /// The class of the one waiter queued, and its band if that band is
+    /// one lane of arrival order (see [`WaitQueue::lone_lane`]).
+    #[inline]
+    pub(crate) fn lone_waiter(&self) -> Option<(usize, usize)> {
+        debug_assert_eq!(self.len, 1);
+        let class = self.per_class.iter().position(|q| !q.is_empty())?;
+        Some((class, self.lone_lane(class)?))
     }
 
     /// The oldest waiter of `class`, whose waiters are all in band `band`'s

@@ -64,8 +64,18 @@ impl TimerSlot {
         }
     }
 
-    fn set(&mut self, sleep: Option<Sleep>) {
-        *self.0.get_mut() = sleep;
+    /// Starts the timer in place (the slot of a new waiter or a spare,
+    /// empty), without a copy of the `Sleep` through the stack.
+    #[inline(always)]
+    fn start(&mut self, gives_up: Instant) {
+        let slot = self.0.get_mut();
+        debug_assert!(slot.is_none(), "a spare's timer was dropped by recycle");
+        let _ = slot.insert(super::Admission::timer(gives_up));
+    }
+
+    /// Drops the timer (its entry leaves the runtime's timer wheel).
+    fn stop(&mut self) {
+        *self.0.get_mut() = None;
     }
 }
 
@@ -73,7 +83,27 @@ impl TimerSlot {
 thread_local! {
     /// A waiter whose call is over, kept for the next call on this thread
     /// that waits.
-    static SPARE: std::cell::Cell<Option<Arc<Waiter>>> = const { std::cell::Cell::new(None) };
+    static SPARE: std::cell::Cell<Option<Unique>> = const { std::cell::Cell::new(None) };
+}
+
+/// A waiter that nobody else holds: made only by [`recycle`], after
+/// `Arc::get_mut` proved it unique, and never cloned while it is one. No
+/// `Weak` of a waiter is ever made either, so it stays unique until it is
+/// handed out again, and reaching it needs no second check (a
+/// compare-and-swap of the weak count).
+#[cfg(not(shed_loom))]
+struct Unique(Arc<Waiter>);
+
+#[cfg(not(shed_loom))]
+impl Unique {
+    /// The waiter, to renew in place.
+    fn get_mut(&mut self) -> &mut Waiter {
+        // SAFETY: no other `Arc` or `Weak` of this waiter exists (see the
+        // type), so this `&mut` is the only reference to it; the pointer
+        // comes from the `Arc`'s own (`as_ptr` keeps the right to write,
+        // as `Arc::get_mut` does).
+        unsafe { &mut *Arc::as_ptr(&self.0).cast_mut() }
+    }
 }
 
 /// The shared waiter of a call that must wait: `call` with the timer of
@@ -83,17 +113,20 @@ thread_local! {
 /// this thread's spare if any, renewed in place.
 ///
 /// [`Admission::timer`]: super::Admission::timer
+// Always: inlined into the way into the queue (itself out of line), the
+// call's fields are written into the waiter rather than built on the
+// stack and copied.
+#[inline(always)]
 pub(crate) fn new_waiter(call: Call, gives_up: Instant) -> Arc<Waiter> {
     #[cfg(not(shed_loom))]
-    if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten()
-        && let Some(reused) = Arc::get_mut(&mut spare)
-    {
+    if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten() {
+        let reused = spare.get_mut();
         reused.renew(call);
-        reused.timer.set(Some(super::Admission::timer(gives_up)));
-        return spare;
+        reused.timer.start(gives_up);
+        return spare.0;
     }
     let mut fresh = Waiter::of(call);
-    fresh.timer.set(Some(super::Admission::timer(gives_up)));
+    fresh.timer.start(gives_up);
     Arc::new(fresh)
 }
 
@@ -105,10 +138,10 @@ pub(crate) fn recycle(mut waiter: Arc<Waiter>) {
     let Some(done) = Arc::get_mut(&mut waiter) else {
         return;
     };
-    done.timer.set(None);
+    done.timer.stop();
     done.clear();
     #[cfg(not(shed_loom))]
-    let _ = SPARE.try_with(|spare| spare.set(Some(waiter)));
+    let _ = SPARE.try_with(|spare| spare.set(Some(Unique(waiter))));
 }
 
 #[cfg(all(test, not(shed_loom)))]

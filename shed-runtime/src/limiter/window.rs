@@ -29,8 +29,18 @@ impl Accumulator {
         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         self.count.fetch_add(1, Ordering::Relaxed);
         self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
-        self.min_nanos.fetch_min(nanos, Ordering::Relaxed);
-        self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        // The extremes change rarely once a window has a few samples: a
+        // load first spares the read-modify-write (a locked instruction)
+        // when they do not. Skipping it is safe: either extreme only moves
+        // one way until `take` resets it, so a sample that is not past the
+        // value read is not past any later one either (and one racing a
+        // `take` may land in either window, as its count and sum may).
+        if nanos < self.min_nanos.load(Ordering::Relaxed) {
+            self.min_nanos.fetch_min(nanos, Ordering::Relaxed);
+        }
+        if in_flight > self.max_in_flight.load(Ordering::Relaxed) {
+            self.max_in_flight.fetch_max(in_flight, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn count(&self) -> u64 {
