@@ -369,7 +369,9 @@ async fn call(sim: Rc<Sim>, stream: usize, attempt: u32, tenant: Option<usize>) 
     let counted = (sim.start..sim.window_end).contains(&arrival);
     let tenants = sim.tenants.as_ref().zip(tenant);
     if counted {
-        sim.tallies[stream].borrow_mut().offer(attempt > 0);
+        sim.tallies[stream]
+            .borrow_mut()
+            .offer(attempt > 0, arrival - sim.start);
         if let Some((tenants, i)) = tenants {
             tenants.offer(i);
         }
@@ -492,6 +494,12 @@ impl Sim {
                 second: second as u32,
                 served_in_time: all
                     .per_tick
+                    .iter()
+                    .skip(second * ticks_per_second)
+                    .take(ticks_per_second)
+                    .sum(),
+                offered: all
+                    .offered_per_tick
                     .iter()
                     .skip(second * ticks_per_second)
                     .take(ticks_per_second)

@@ -10,6 +10,9 @@
 //! - goodput: calls served in time over the best possible, over the
 //!   settled seconds (all but the first two after the start and after each
 //!   change), and the worst settled second from the third on;
+//! - below capacity, *steady*: calls served in time over calls offered in
+//!   the settled seconds outside the slowdown (there the load is 3.2x the
+//!   slowed service), which is where nothing may be throttled;
 //! - p99 of the calls served in time;
 //! - convergence: how long after the cold start, the slowdown and the
 //!   recovery a half second first served 90% of the best possible.
@@ -230,6 +233,10 @@ pub struct Cell {
     /// The worst settled second from the third on, in percent of the best
     /// possible: the worst seed.
     pub worst_second_pct: f64,
+    /// Below capacity: calls served in time over calls offered in the
+    /// settled seconds outside the slowdown, in percent: the worst seed
+    /// (`None` at or above capacity).
+    pub steady_pct: Option<f64>,
     /// p99 of the calls served in time, in milliseconds: the worst seed.
     pub p99_ms: f64,
     /// Seconds to converge after the cold start, the slowdown and the
@@ -237,8 +244,17 @@ pub struct Cell {
     pub converged_s: [Option<f64>; 3],
 }
 
+/// What one run scored (see the module's documentation).
+struct Measures {
+    goodput: f64,
+    worst_second: f64,
+    steady: Option<f64>,
+    p99_ms: f64,
+    converged: [Option<f64>; 3],
+}
+
 /// The measures of one run.
-fn measure(report: &Report) -> (f64, f64, f64, [Option<f64>; 3]) {
+fn measure(report: &Report) -> Measures {
     let ideal_at = |second: u64| {
         let s = second as f64;
         report
@@ -267,12 +283,21 @@ fn measure(report: &Report) -> (f64, f64, f64, [Option<f64>; 3]) {
     for (slot, phase) in converged.iter_mut().zip(&report.phases) {
         *slot = phase.converged_after_s;
     }
-    (
-        100.0 * served / ideal.max(1.0),
-        100.0 * worst,
-        report.total.p99_ms,
+    let slowed = SLOWDOWN.0..SLOWDOWN.1 + SETTLING;
+    let (mut steady_served, mut steady_offered) = (0, 0);
+    for second in (0..SECONDS).filter(|&s| settled(s) && !slowed.contains(&s)) {
+        let second = &report.timeline[second as usize];
+        steady_served += second.served_in_time;
+        steady_offered += second.offered;
+    }
+    Measures {
+        goodput: 100.0 * served / ideal.max(1.0),
+        worst_second: 100.0 * worst,
+        steady: (report.factor < 1.0 && steady_offered > 0)
+            .then(|| 100.0 * steady_served as f64 / steady_offered as f64),
+        p99_ms: report.total.p99_ms,
         converged,
-    )
+    }
 }
 
 /// Runs every shape at every factor for every contender on `seeds`, in
@@ -328,6 +353,7 @@ pub fn run_cell(
         seeds: 0,
         goodput_pct: f64::INFINITY,
         worst_second_pct: f64::INFINITY,
+        steady_pct: None,
         p99_ms: 0.0,
         converged_s: [Some(0.0); 3],
     };
@@ -337,12 +363,17 @@ pub fn run_cell(
             _ => PolicyKind::Shed,
         };
         let report = run(&scenario(shape, contender, seed), policy, factor);
-        let (goodput, worst, p99, converged) = measure(&report);
+        let measures = measure(&report);
         cell.seeds += 1;
-        cell.goodput_pct = cell.goodput_pct.min(round1(goodput));
-        cell.worst_second_pct = cell.worst_second_pct.min(round1(worst));
-        cell.p99_ms = cell.p99_ms.max(p99);
-        for (slot, c) in cell.converged_s.iter_mut().zip(converged) {
+        cell.goodput_pct = cell.goodput_pct.min(round1(measures.goodput));
+        cell.worst_second_pct = cell.worst_second_pct.min(round1(measures.worst_second));
+        cell.steady_pct = match (cell.steady_pct, measures.steady) {
+            (Some(a), Some(b)) => Some(a.min(round1(b))),
+            (None, b) => b.map(round1),
+            (a, None) => a,
+        };
+        cell.p99_ms = cell.p99_ms.max(measures.p99_ms);
+        for (slot, c) in cell.converged_s.iter_mut().zip(measures.converged) {
             *slot = match (*slot, c) {
                 (Some(a), Some(b)) => Some(a.max(b)),
                 _ => None,
@@ -395,8 +426,8 @@ fn round1(x: f64) -> f64 {
 /// The grid as one text table.
 pub fn table(cells: &[Cell]) -> String {
     let mut out = format!(
-        "{:<26} {:>5}  {:<14} {:>8} {:>8} {:>8}  {:>18}\n",
-        "shape", "load", "contender", "goodput", "worst s", "p99", "converged c/s/r"
+        "{:<26} {:>5}  {:<14} {:>8} {:>8} {:>8} {:>8}  {:>18}\n",
+        "shape", "load", "contender", "goodput", "worst s", "steady", "p99", "converged c/s/r"
     );
     for c in cells {
         let conv = c
@@ -405,9 +436,17 @@ pub fn table(cells: &[Cell]) -> String {
             .map(|s| s.map_or("never".to_string(), |s| format!("{s:.1}")))
             .collect::<Vec<_>>()
             .join(" ");
+        let steady = c.steady_pct.map_or("-".to_string(), |s| format!("{s:.1}%"));
         out += &format!(
-            "{:<26} {:>4}x  {:<14} {:>7.1}% {:>7.1}% {:>5.0} ms  {:>18}\n",
-            c.shape, c.factor, c.contender, c.goodput_pct, c.worst_second_pct, c.p99_ms, conv
+            "{:<26} {:>4}x  {:<14} {:>7.1}% {:>7.1}% {:>8} {:>5.0} ms  {:>18}\n",
+            c.shape,
+            c.factor,
+            c.contender,
+            c.goodput_pct,
+            c.worst_second_pct,
+            steady,
+            c.p99_ms,
+            conv
         );
     }
     out

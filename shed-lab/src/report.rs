@@ -128,6 +128,8 @@ pub struct Second {
     pub second: u32,
     /// Calls arriving in this second that were served in time.
     pub served_in_time: u64,
+    /// Calls arriving in this second (first attempts and retries).
+    pub offered: u64,
     /// The limiter's capacity at the end of the second (`shed` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
@@ -141,6 +143,8 @@ pub(crate) const TICK: Duration = Duration::from_millis(100);
 pub struct Tally {
     /// Served in time, by the [`TICK`] of arrival.
     pub per_tick: Vec<u64>,
+    /// Offered, by the [`TICK`] of arrival.
+    pub offered_per_tick: Vec<u64>,
     offered: u64,
     retries: u64,
     late: u64,
@@ -149,9 +153,15 @@ pub struct Tally {
 }
 
 impl Tally {
-    /// Counts a call offered; `retry` when it is a retry of an earlier one.
-    pub fn offer(&mut self, retry: bool) {
+    /// Counts a call offered `arrival` into the window; `retry` when it is
+    /// a retry of an earlier one.
+    pub fn offer(&mut self, retry: bool, arrival: Duration) {
         self.offered += 1;
+        let tick = (arrival.as_nanos() / TICK.as_nanos()) as usize;
+        if self.offered_per_tick.len() <= tick {
+            self.offered_per_tick.resize(tick + 1, 0);
+        }
+        self.offered_per_tick[tick] += 1;
         if retry {
             self.retries += 1;
         }
@@ -188,6 +198,12 @@ impl Tally {
                 all.per_tick.resize(t.per_tick.len(), 0);
             }
             for (a, b) in all.per_tick.iter_mut().zip(&t.per_tick) {
+                *a += b;
+            }
+            if all.offered_per_tick.len() < t.offered_per_tick.len() {
+                all.offered_per_tick.resize(t.offered_per_tick.len(), 0);
+            }
+            for (a, b) in all.offered_per_tick.iter_mut().zip(&t.offered_per_tick) {
                 *a += b;
             }
             all.latencies_us.extend_from_slice(&t.latencies_us);

@@ -81,7 +81,9 @@ async fn send(sim: &Rc<Sim>, stream: usize, attempt: u32) -> Outcome {
     let deadline = arrival + sim.scenario.traffic[stream].timeout.0;
     let counted = (sim.start..sim.window_end).contains(&arrival);
     if counted {
-        sim.tallies[stream].borrow_mut().offer(attempt > 1);
+        sim.tallies[stream]
+            .borrow_mut()
+            .offer(attempt > 1, arrival - sim.start);
     }
     sim.outstanding.set(sim.outstanding.get() + 1);
     let (answer, answered) = oneshot::channel();

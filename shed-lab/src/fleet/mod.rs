@@ -317,7 +317,9 @@ async fn request(sim: Rc<Sim>, stream: usize) {
     let deadline = arrival + traffic.timeout.0;
     let counted = (sim.start..sim.window_end).contains(&arrival);
     if counted {
-        sim.tallies[stream].borrow_mut().offer(false);
+        sim.tallies[stream]
+            .borrow_mut()
+            .offer(false, arrival - sim.start);
     }
     sim.outstanding.set(sim.outstanding.get() + 1);
     // The replica that refused the first try, and why.
@@ -458,6 +460,7 @@ impl Sim {
                 .map(|s| crate::report::Second {
                     second: s.second,
                     served_in_time: s.served_in_time,
+                    offered: per_second(&all.offered_per_tick, s.second as usize),
                     limit: None,
                 })
                 .collect(),

@@ -20,3 +20,22 @@ fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured(
     let names: std::collections::BTreeSet<String> = SHAPES.iter().map(Shape::name).collect();
     assert_eq!(names.len(), SHAPES.len(), "unique names");
 }
+/// The steady column: a load below capacity judged outside the slowdown.
+#[test]
+fn the_steady_column_judges_a_load_below_capacity_outside_the_slowdown() {
+    // fifo-16x10ms: tower's 256 slots admit everything below capacity and
+    // drown in the slowdown, when the 0.8x load is 3.2x the slowed service.
+    let shape = &SHAPES[2];
+    let below = run_cell(shape, 0.8, Contender::Tower, 0..1);
+    let steady = below.steady_pct.expect("measured below capacity");
+    assert!(
+        steady >= 99.0,
+        "nothing throttled outside the slowdown: {steady}%"
+    );
+    assert!(
+        below.goodput_pct < 95.0 && below.worst_second_pct < 50.0,
+        "the slowdown is in goodput, not in steady: {below:?}"
+    );
+    let above = run_cell(shape, 3.0, Contender::Tower, 0..1);
+    assert_eq!(above.steady_pct, None, "only below capacity");
+}

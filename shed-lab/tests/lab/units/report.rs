@@ -34,7 +34,9 @@ fn a_phase_converges_when_half_a_second_serves_ninety_percent_of_its_ideal() {
 fn counts_add_up_and_percentiles_use_nearest_rank() {
     let mut t = Tally::default();
     for i in 1..=100u64 {
-        t.offer(i > 95);
+        // Half in the first tick, half in the second.
+        let arrival = Duration::from_millis(if i <= 50 { 0 } else { 150 });
+        t.offer(i > 95, arrival);
         if i <= 90 {
             t.served(Duration::from_millis(i), true, Duration::ZERO);
         } else if i <= 93 {
@@ -43,6 +45,7 @@ fn counts_add_up_and_percentiles_use_nearest_rank() {
             t.shed("max_wait");
         }
     }
+    assert_eq!(t.offered_per_tick, [50, 50]);
     let c = t.counts(2.0);
     assert_eq!(
         (
