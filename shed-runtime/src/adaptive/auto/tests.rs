@@ -294,3 +294,56 @@ fn an_unused_limit_does_not_move_and_a_binding_one_without_a_queue_grows() {
     assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, false)), 50.0);
     assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, true)), 62.5);
 }
+
+/// A FIFO pool of `workers` serving calls of exactly 20 ms, at `limit`,
+/// overloaded: past the workers, calls wait inside the pool.
+fn pool_of_one_length(workers: f64, limit: f64) -> Window {
+    let throughput = limit.min(workers) / 0.020;
+    let latency = 20.0 * (limit / workers).max(1.0);
+    Window {
+        min_latency: Duration::from_millis(20),
+        ..window(latency, limit, (throughput * 0.1) as u64, true)
+    }
+}
+
+#[test]
+fn calls_of_one_length_are_held_at_the_pool_not_a_fifth_above_it() {
+    // With `headroom` 1.2 and `tolerance` 1.5, 16 workers of 20 ms ran
+    // their limit in a sawtooth at 19-26 slots: a queue inside the pool
+    // that the calls' latency shows exactly.
+    let mut auto = Auto::default();
+    let limits = drive(&mut auto, 2.0, 300, |l| pool_of_one_length(16.0, l));
+    // One slot above, one window in thirty once settled: the rises that
+    // find no more workers come less and less often.
+    let settled = &limits[20..];
+    let above = settled.iter().filter(|&&l| l.round() > 16.0).count();
+    assert!(
+        above * 20 <= settled.len(),
+        "above the 16 workers in {above} windows of {}: {limits:?}",
+        settled.len()
+    );
+    assert!(
+        settled
+            .iter()
+            .all(|&l| l.round() >= 16.0 && l.round() <= 17.0),
+        "{limits:?}"
+    );
+}
+
+#[test]
+fn calls_of_one_length_held_at_the_pool_still_find_more_workers() {
+    // Held at the product, the limit rises less and less often; the pool
+    // doubling must still be found.
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 200, |l| pool_of_one_length(16.0, l));
+    let limits = drive(&mut auto, 16.0, 100, |l| pool_of_one_length(32.0, l));
+    let found = limits.iter().position(|&l| l.round() >= 32.0);
+    assert!(
+        found.is_some_and(|i| i <= 50),
+        "32 workers found after {found:?} windows: {limits:?}"
+    );
+    assert!(
+        limits[60..].iter().all(|&l| (30.0..=40.0).contains(&l)),
+        "{limits:?}"
+    );
+}
