@@ -59,7 +59,8 @@ const QUEUED_CALLS: f64 = 0.5;
 ///   the service), set the limit to `headroom` times the bandwidth-delay
 ///   product: the highest recent throughput (of windows of 32 calls or
 ///   more) times the lowest recent latency (each window's read by Little's
-///   law with its noise allowed for, or, for calls of about one length, as
+///   law with its noise allowed for, or, for calls of about one length (the
+///   window's, or most rising windows'), as
 ///   their mean), which is the concurrency the service's workers
 ///   absorb without queueing (Little's law). A queue alone does not end it.
 /// - **Steady.** A window whose latency is past `tolerance` times the
@@ -83,7 +84,7 @@ const QUEUED_CALLS: f64 = 0.5;
 ///   the usual one is a recovery: the limit holds, the usual rate becomes
 ///   the new one, and the next probe goes to half the limit.
 ///
-/// - **Calls of one length.** If every window of the cold start that rose held
+/// - **Calls of one length.** If most windows of the cold start that rose held
 ///   calls of about one length (the shortest at least 0.8 of the mean),
 ///   a window whose shortest call took at least 0.8 of the no-load latency
 ///   is read exactly: its queue inside the service is the calls in flight
@@ -170,9 +171,9 @@ pub struct Auto {
     /// The limit a rise of calls of one length left, which showed no
     /// queue: where its startup ends at the lowest.
     rise_from: Option<f64>,
-    /// Whether every window of the cold start's that rose held calls of
-    /// about one length (`None` before the first).
-    one_length_calls: Option<bool>,
+    /// The windows of the cold start that rose which held calls of about
+    /// one length, and those which did not.
+    one_length_votes: (u32, u32),
 }
 
 impl Default for Auto {
@@ -204,7 +205,7 @@ impl Default for Auto {
             one_length: false,
             idle_rises: 0,
             rise_from: None,
-            one_length_calls: None,
+            one_length_votes: (0, 0),
         }
     }
 }
@@ -285,11 +286,18 @@ impl Auto {
         Some(self.rates.max().or(self.any_rates.max())? * self.no_load?)
     }
 
+    /// Whether the cold start read the service's calls as of about one
+    /// length: most of its windows that rose held such calls.
+    fn calls_of_one_length(&self) -> bool {
+        let (of_one, not) = self.one_length_votes;
+        of_one > not
+    }
+
     /// Whether window `w` holds calls of about one length: the cold start
     /// read them so, and none of the window's took much less than the
     /// no-load latency `no_load`.
     fn of_one_length(&self, w: &Window, no_load: f64) -> bool {
-        self.one_length_calls == Some(true) && w.min_latency.as_secs_f64() >= ONE_LENGTH * no_load
+        self.calls_of_one_length() && w.min_latency.as_secs_f64() >= ONE_LENGTH * no_load
     }
 
     /// The limit over the bandwidth-delay product for a window whose
@@ -600,18 +608,24 @@ impl Auto {
             // from a 12-call window at 5 slots, and the high reading
             // held its limit at 21-30).
             let one_length = w.min_latency.as_secs_f64() >= ONE_LENGTH * latency;
-            let reading = if one_length {
+            // Whether the service's calls are of one length is read here,
+            // mostly below its concurrency, where nothing queues inside
+            // it (past it, a FIFO queue inside makes every call wait, and
+            // calls of any length look alike), by most windows: a real
+            // service's window that rose past its pool on a batch of
+            // completions, or one slowed by a busy CPU, reads otherwise.
+            if !self.restarted {
+                let (of_one, not) = &mut self.one_length_votes;
+                *if one_length { of_one } else { not } += 1;
+            }
+            // Read by their mean, a window's queue only reads higher
+            // than the lowest reading: Little's law read such a window
+            // of a real service at 17.9 ms for calls of 21 ms.
+            let reading = if one_length || self.calls_of_one_length() {
                 latency
             } else {
                 little.min(pooled)
             };
-            // Whether the service's calls are of one length is read here,
-            // below its concurrency, where nothing queues inside it: past
-            // it, a FIFO queue inside makes every call wait, and calls of
-            // any length look alike.
-            if !self.restarted {
-                self.one_length_calls = Some(one_length && self.one_length_calls != Some(false));
-            }
             self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
             self.startup_last = Some((w.limit, rate));
             self.startup_stalls = 0;

@@ -347,3 +347,34 @@ fn calls_of_one_length_held_at_the_pool_still_find_more_workers() {
         "{limits:?}"
     );
 }
+
+#[test]
+fn one_window_past_the_pool_does_not_unmake_calls_of_one_length() {
+    // The real service's cold start (16 connections, 21 ms queries): four
+    // windows of calls of one length, then one at 20 slots that read a
+    // batch of completions as 1,311 calls a second, whose calls queued in
+    // the pool (mean 27.8 ms, shortest 20.8). Taken as calls of varying
+    // length, the service was read by Little's law at 17.9 ms, and
+    // its limit ran at 15-21 with 1.2x headroom.
+    let mut auto = Auto::default();
+    let cold = [
+        (5.0, 12, 45.4, 22.5, 20.8),
+        (10.0, 12, 42.6, 21.3, 21.0),
+        (10.0, 20, 42.1, 21.3, 20.5),
+        (20.0, 26, 42.8, 21.0, 20.8),
+        (20.0, 28, 21.4, 27.8, 20.8),
+    ];
+    for (limit, calls, elapsed_ms, latency_ms, shortest_ms) in cold {
+        auto.next_limit(&Window {
+            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+            min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
+            ..window(latency_ms, limit, calls, true)
+        });
+    }
+    assert!(auto.calls_of_one_length());
+    let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+    assert!(
+        (20.5..=21.5).contains(&learned),
+        "learned {learned} ms for calls of 21 ms"
+    );
+}
