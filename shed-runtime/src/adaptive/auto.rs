@@ -59,10 +59,10 @@ const QUEUED_CALLS: f64 = 0.5;
 ///   the service), set the limit to `headroom` times the bandwidth-delay
 ///   product: the highest recent throughput (of windows of 32 calls or
 ///   more) times the lowest recent latency (each window's read by Little's
-///   law with its noise allowed for, or, for calls of about one length (the
-///   window's, or most rising windows'), as
-///   their mean), which is the concurrency the service's workers
-///   absorb without queueing (Little's law). A queue alone does not end it.
+///   law with its noise allowed for, or, for calls of about one length
+///   (the window's, or most rising windows'), as their mean), which is the
+///   concurrency the service's workers absorb without queueing (Little's
+///   law). A queue alone does not end it.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
 ///   bandwidth-delay product (at most by half; until a window of 32 calls
