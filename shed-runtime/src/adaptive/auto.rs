@@ -44,6 +44,9 @@ const ONE_LENGTH: f64 = 0.8;
 /// length, that count as a queue: half a call (a window's mean of calls
 /// of one length is exact to far less).
 const QUEUED_CALLS: f64 = 0.5;
+/// A cold-start window's mean latency over the no-load one that shows
+/// calls of one length queueing inside the service.
+const COLD_QUEUE: f64 = 1.1;
 
 /// The default adaptive limit: finds the concurrency a service sustains
 /// from what its completions show, with no latency target to pick.
@@ -84,13 +87,15 @@ const QUEUED_CALLS: f64 = 0.5;
 ///   the usual one is a recovery: the limit holds, the usual rate becomes
 ///   the new one, and the next probe goes to half the limit.
 ///
-/// - **Calls of one length.** If most windows of the cold start that rose held
-///   calls of about one length (the shortest at least 0.8 of the mean),
-///   a window whose shortest call took at least 0.8 of the no-load latency
-///   is read exactly: its queue inside the service is the calls in flight
-///   times the share of their latency past the no-load one (Little), and
-///   half a call of it is a queue. The limit settles at the product itself
-///   (no `headroom`), and skips the periodic probe. With no queue at the
+/// - **Calls of one length.** If most windows of the cold start that
+///   rose held calls of about one length (the shortest at least 0.8 of
+///   the mean), a window whose shortest call took at least 0.8 of the
+///   no-load latency is read exactly: its queue inside the service is the
+///   calls in flight times the share of their latency past the no-load
+///   one (Little), and half a call of it is a queue (in the cold start, a
+///   mean latency 1.1 times the no-load one, which ends it whatever the
+///   throughput read). The limit settles at the product itself (no
+///   `headroom`), and skips the periodic probe. With no queue at the
 ///   product, it rises by a slot or a sixteenth (a restarted startup
 ///   whose first queue ends it), at once the first time, then only after
 ///   `probe_every`, twice and four times that many windows while the
@@ -539,14 +544,21 @@ impl Auto {
         // past the service's concurrency, whatever the throughput read.
         // Near the pool (a restarted startup), a throughput that seemed to
         // follow a slot's rise doubled the limit of 16 workers of 20 ms to
-        // 34 while half a call queued. (The cold start, far below the
-        // pool, keeps to the throughput: a real service's calls of one
-        // length vary by a few percent, which reads as a queue at a few
-        // dozen slots.)
-        let one_length_queue = self.restarted
-            && self.no_load.is_some_and(|d| {
-                self.of_one_length(w, d) && queued_calls(w, latency, d) >= QUEUED_CALLS
-            });
+        // 34 while half a call queued. The cold start, far below the pool,
+        // needs a tenth over the no-load latency (a real service's calls
+        // of one length vary by a few percent, which reads as half a call
+        // at a few dozen slots): a real 16-connection pool read a batch
+        // of completions at 20 slots as 934 calls a second while its
+        // calls took 26.5 ms for 21, doubled to 40, and a hundred calls
+        // waited one to two queries in the pool.
+        let one_length_queue = self.no_load.is_some_and(|d| {
+            self.of_one_length(w, d)
+                && if self.restarted {
+                    queued_calls(w, latency, d) >= QUEUED_CALLS
+                } else {
+                    w.completed >= MIN_SAMPLES / 2 && latency > COLD_QUEUE * d
+                }
+        });
         // A rise of calls of one length whose calls are no longer of the
         // no-load latency's length says nothing about concurrency: the
         // service changed speed (a recovery read as the throughput
@@ -673,7 +685,7 @@ impl Auto {
         // to 5, doubled to 10, and ended at 4.1, every 1.1 s.
         match (self.rise_from.take(), self.no_load) {
             (Some(from), Some(d)) if self.of_one_length(w, d) => {
-                let ran = w.max_in_flight as f64 * d / w.avg_latency.as_secs_f64().max(1e-9);
+                let ran = ran_without_queue(w, w.avg_latency.as_secs_f64().max(1e-9), d);
                 settled.max(from).max(ran).min(w.limit)
             }
             (Some(from), _) => settled.max(from).min(w.limit),
@@ -994,7 +1006,13 @@ impl AutoControl {
 /// share that the no-load latency's part of their time does not account
 /// for (Little's law, for a service holding its calls throughout).
 fn queued_calls(w: &Window, latency: f64, no_load: f64) -> f64 {
-    w.max_in_flight as f64 * (1.0 - no_load / latency).max(0.0)
+    w.max_in_flight as f64 - ran_without_queue(w, latency, no_load)
+}
+
+/// The calls of window `w` (as in [`queued_calls`]) that ran without
+/// waiting inside the service.
+fn ran_without_queue(w: &Window, latency: f64, no_load: f64) -> f64 {
+    w.max_in_flight as f64 * (no_load / latency).min(1.0)
 }
 
 /// What a window needs measured: `wanted`, at most [`MIN_SAMPLES`].

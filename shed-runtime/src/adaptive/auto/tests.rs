@@ -378,3 +378,32 @@ fn one_window_past_the_pool_does_not_unmake_calls_of_one_length() {
         "learned {learned} ms for calls of 21 ms"
     );
 }
+
+#[test]
+fn a_cold_start_of_calls_of_one_length_ends_when_they_queue() {
+    // The real service's cold start (16 connections, 21 ms queries):
+    // at 20 slots its calls took 24.7 ms, then 26.5 ms, while a window of
+    // 21 ms read a batch of completions as 934 calls a second; judged by
+    // the throughput alone, the limit doubled to 40, and a hundred calls
+    // waited one or two queries in the pool.
+    let mut auto = Auto::default();
+    let cold = [
+        (5.0, 12, 59.1, 21.2, 20.3),
+        (10.0, 12, 22.9, 21.0, 20.7),
+        (20.0, 20, 40.7, 24.7, 20.5),
+        (20.0, 20, 21.4, 26.5, 21.2),
+    ];
+    let mut limits = Vec::new();
+    for (limit, calls, elapsed_ms, latency_ms, shortest_ms) in cold {
+        limits.push(auto.next_limit(&Window {
+            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+            min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
+            ..window(latency_ms, limit, calls, true)
+        }));
+        if !auto.in_startup() {
+            break;
+        }
+    }
+    assert!(!auto.in_startup(), "{limits:?}");
+    assert!(limits.iter().all(|&l| l <= 20.0), "{limits:?}");
+}
