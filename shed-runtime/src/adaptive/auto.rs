@@ -65,7 +65,9 @@ const COLD_QUEUE: f64 = 1.1;
 ///   law with its noise allowed for, or, for calls of about one length
 ///   (the window's, or most rising windows'), as their mean), which is the
 ///   concurrency the service's workers absorb without queueing (Little's
-///   law). A queue alone does not end it.
+///   law); until a window of 32 calls was seen, the highest limit the
+///   throughput followed stands for the product. A queue alone does not
+///   end it.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
 ///   bandwidth-delay product (at most by half; until a window of 32 calls
@@ -662,7 +664,15 @@ impl Auto {
     fn end_startup(&mut self, w: &Window) -> f64 {
         self.startup = false;
         self.restarted = false;
-        self.startup_last = None;
+        // The highest limit the throughput followed, if it failed to
+        // follow the last one over more than one window (the window right
+        // after a rise lags, and one alone ended a 16-worker pool's
+        // startup under 3x at 16 slots).
+        let followed = self
+            .startup_last
+            .take()
+            .filter(|_| self.startup_stalls >= 2)
+            .map(|(limit, _)| limit);
         self.startup_pool = Pool::default();
         self.startup_stalls = 0;
         // The rates of startup were those of lower limits: a probe is
@@ -675,7 +685,12 @@ impl Auto {
         // limit before (a 16-worker pool ended at 7).
         let full = self.rates.max().zip(self.no_load).map(|(r, d)| r * d);
         let one_length = self.no_load.is_some_and(|d| self.of_one_length(w, d));
-        let settled = self.headroom_for(one_length) * full.unwrap_or(w.limit).min(w.limit);
+        // Without one, the highest limit the throughput followed: the
+        // limit itself, which three windows showed past the pool, held a
+        // pool of 2 workers of 200 ms at 9.6 slots (no startup window of
+        // 12 calls there reaches 32), and its slowdown served nothing.
+        let fallback = followed.unwrap_or(w.limit);
+        let settled = self.headroom_for(one_length) * full.unwrap_or(fallback).min(w.limit);
         // A rise of calls of one length ends no lower than the highest
         // limit that showed no queue on the way, nor than the concurrency
         // its last window ran calls at without a queue (Little: the calls

@@ -407,3 +407,34 @@ fn a_cold_start_of_calls_of_one_length_ends_when_they_queue() {
     assert!(!auto.in_startup(), "{limits:?}");
     assert!(limits.iter().all(|&l| l <= 20.0), "{limits:?}");
 }
+
+#[test]
+fn a_startup_without_a_full_window_ends_at_the_limit_the_throughput_followed() {
+    // 2 fifo workers of 200 ms (exponential) at 3x, from the defaults
+    // grid: a window at 4 slots read its dozen calls' rate high enough to
+    // double, the three windows at 8 did not rise, and no window held the
+    // 32 calls the bandwidth-delay product takes: the startup ended at
+    // 1.2 times the limit itself, 9.6 slots, and the slowdown after it
+    // served nothing in time for seconds.
+    let mut auto = Auto::default();
+    let cold = [
+        (2.0, 17, 1849.0, 190.9, 5.0),
+        (4.0, 18, 1537.0, 297.2, 50.0),
+        (8.0, 14, 1268.0, 490.8, 220.0),
+        (8.0, 12, 1252.0, 947.3, 476.0),
+        (8.0, 12, 2343.0, 1242.9, 562.0),
+    ];
+    let mut limits = Vec::new();
+    for (limit, finished, elapsed_ms, latency_ms, shortest_ms) in cold {
+        limits.push(auto.next_limit(&Window {
+            completed: 12,
+            finished,
+            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+            min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
+            ..window(latency_ms, limit, 12, true)
+        }));
+    }
+    assert!(!auto.in_startup(), "{limits:?}");
+    let settled = *limits.last().unwrap();
+    assert!(settled <= 1.2 * 4.0 + 1e-9, "{limits:?}");
+}
