@@ -65,9 +65,10 @@ const COLD_QUEUE: f64 = 1.1;
 ///   law with its noise allowed for, or, for calls of about one length
 ///   (the window's, or most rising windows'), as their mean), which is the
 ///   concurrency the service's workers absorb without queueing (Little's
-///   law); until a window of 32 calls was seen, the highest limit the
-///   throughput followed stands for the product. A queue alone does not
-///   end it.
+///   law); until a window of 32 calls was seen, the limit itself stands
+///   for the product, or the highest limit the throughput followed if it
+///   failed to follow the last one over two windows or more. A queue alone
+///   does not end it.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
 ///   bandwidth-delay product (at most by half; until a window of 32 calls
@@ -81,8 +82,9 @@ const COLD_QUEUE: f64 = 1.1;
 ///   slower, not a queue (which keeps the throughput): the limit stays (a
 ///   pool of workers needs as many calls in flight as before), and the
 ///   no-load latency is scaled by the throughput's fall.
-/// - **Probe.** Every `probe_every` windows in which the limit binds, one
-///   window runs at `probe` times the limit. If it admits as many calls a
+/// - **Probe.** Every `probe_every` windows in which the limit binds (for
+///   calls of varying length, see below), one window runs at `probe` times
+///   the limit. If it admits as many calls a
 ///   second, the rest of the concurrency was only queueing: the lower limit
 ///   stays. Either way its latency refreshes the no-queue latency, which
 ///   sustained overload would otherwise never show. A throughput 1.5 times
