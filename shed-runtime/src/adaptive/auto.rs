@@ -40,6 +40,13 @@ const IDLE_WINDOW: f64 = 1.0;
 /// A window whose shortest call is at least this share of its mean latency
 /// holds calls of about one length.
 const ONE_LENGTH: f64 = 0.8;
+/// Calls queued inside the service, read from a window of calls of one
+/// length, that count as a queue: half a call (a window's mean of calls
+/// of one length is exact to far less).
+const QUEUED_CALLS: f64 = 0.5;
+/// A cold-start window's mean latency over the no-load one that shows
+/// calls of one length queueing inside the service.
+const COLD_QUEUE: f64 = 1.1;
 
 /// The default adaptive limit: finds the concurrency a service sustains
 /// from what its completions show, with no latency target to pick.
@@ -55,9 +62,13 @@ const ONE_LENGTH: f64 = 0.8;
 ///   the service), set the limit to `headroom` times the bandwidth-delay
 ///   product: the highest recent throughput (of windows of 32 calls or
 ///   more) times the lowest recent latency (each window's read by Little's
-///   law with its noise allowed for, or, for calls of about one length, as
-///   their mean), which is the concurrency the service's workers
-///   absorb without queueing (Little's law). A queue alone does not end it.
+///   law with its noise allowed for, or, for calls of about one length
+///   (the window's, or most rising windows'), as their mean), which is the
+///   concurrency the service's workers absorb without queueing (Little's
+///   law); until a window of 32 calls was seen, the limit itself stands
+///   for the product, or the highest limit the throughput followed if it
+///   failed to follow the last one over two windows or more. A queue alone
+///   does not end it.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
 ///   bandwidth-delay product (at most by half; until a window of 32 calls
@@ -71,14 +82,31 @@ const ONE_LENGTH: f64 = 0.8;
 ///   slower, not a queue (which keeps the throughput): the limit stays (a
 ///   pool of workers needs as many calls in flight as before), and the
 ///   no-load latency is scaled by the throughput's fall.
-/// - **Probe.** Every `probe_every` windows in which the limit binds, one
-///   window runs at `probe` times the limit. If it admits as many calls a
+/// - **Probe.** Every `probe_every` windows in which the limit binds (for
+///   calls of varying length, see below), one window runs at `probe` times
+///   the limit. If it admits as many calls a
 ///   second, the rest of the concurrency was only queueing: the lower limit
 ///   stays. Either way its latency refreshes the no-queue latency, which
 ///   sustained overload would otherwise never show. A throughput 1.5 times
 ///   the usual one is a recovery: the limit holds, the usual rate becomes
 ///   the new one, and the next probe goes to half the limit.
 ///
+/// - **Calls of one length.** If most windows of the cold start that
+///   rose held calls of about one length (the shortest at least 0.8 of
+///   the mean), a window whose shortest call took at least 0.8 of the
+///   no-load latency is read exactly: its queue inside the service is the
+///   calls in flight times the share of their latency past the no-load
+///   one (Little), and half a call of it is a queue (in the cold start, a
+///   mean latency 1.1 times the no-load one, which ends it whatever the
+///   throughput read). The limit settles at the product itself (no
+///   `headroom`), and skips the periodic probe. With no queue at the
+///   product, it rises by a slot or a sixteenth (a restarted startup
+///   whose first queue ends it), at once the first time, then only after
+///   `probe_every`, twice and four times that many windows while the
+///   rises find nothing; a rise that finds more, a slowdown or a recovery
+///   starts over. A rise ends no lower than the highest limit without a
+///   queue on the way, and ends at once if the calls change speed.
+///   Below 0.9 of the product they grow as other calls do.
 /// - **Idle before the load.** A window that binds, lasted at least 1 s
 ///   and ten times its calls' latency, and whose calls would have filled
 ///   the limit for less than a quarter of it, began before the load came
@@ -94,16 +122,18 @@ const ONE_LENGTH: f64 = 0.8;
 pub struct Auto {
     /// Growth per window (one round trip) during startup (default 2).
     pub startup_gain: f64,
-    /// The limit over the bandwidth-delay product (default 1.2).
+    /// The limit over the bandwidth-delay product (default 1.2; 1 for
+    /// calls of one length).
     pub headroom: f64,
     /// Latency over the lowest recent one that means a queue inside the
-    /// service (default 1.5).
+    /// service (default 1.5; calls of one length are read by the calls
+    /// queued instead).
     pub tolerance: f64,
     /// Growth per window while the limit binds and no queue shows
     /// (default 1.25).
     pub growth: f64,
     /// Windows in which the limit binds between probes (default 8; 0:
-    /// never).
+    /// never), and between rises of calls of one length that find nothing.
     pub probe_every: u32,
     /// The probe's fraction of the limit (default 0.75).
     pub probe: f64,
@@ -139,6 +169,20 @@ pub struct Auto {
     stale_probe: bool,
     /// Consecutive windows that read as a slowdown.
     slower_windows: u32,
+    /// Binding windows of calls of one length without a queue since the
+    /// limit last grew.
+    calm: u32,
+    /// Whether the last window held calls of about one length.
+    one_length: bool,
+    /// Rises of calls of one length from the product in a row that found
+    /// no more concurrency (each doubles the wait for the next).
+    idle_rises: u32,
+    /// The limit a rise of calls of one length left, which showed no
+    /// queue: where its startup ends at the lowest.
+    rise_from: Option<f64>,
+    /// The windows of the cold start that rose which held calls of about
+    /// one length, and those which did not.
+    one_length_votes: (u32, u32),
 }
 
 impl Default for Auto {
@@ -166,6 +210,11 @@ impl Default for Auto {
             deep_probe: false,
             stale_probe: false,
             slower_windows: 0,
+            calm: 0,
+            one_length: false,
+            idle_rises: 0,
+            rise_from: None,
+            one_length_votes: (0, 0),
         }
     }
 }
@@ -246,6 +295,34 @@ impl Auto {
         Some(self.rates.max().or(self.any_rates.max())? * self.no_load?)
     }
 
+    /// Whether the cold start read the service's calls as of about one
+    /// length: most of its windows that rose held such calls.
+    fn calls_of_one_length(&self) -> bool {
+        let (of_one, not) = self.one_length_votes;
+        of_one > not
+    }
+
+    /// Whether window `w` holds calls of about one length: the cold start
+    /// read them so, and none of the window's took much less than the
+    /// no-load latency `no_load`.
+    fn of_one_length(&self, w: &Window, no_load: f64) -> bool {
+        self.calls_of_one_length() && w.min_latency.as_secs_f64() >= ONE_LENGTH * no_load
+    }
+
+    /// The limit over the bandwidth-delay product for a window whose
+    /// calls were (`one_length`) or were not of about one length. The
+    /// product of calls of one length is exact (their latency has no
+    /// spread, and a queue shows in it, see `decide`), so the limit is
+    /// the product itself: at 1.2x it, a pool of 16 workers of 20 ms held
+    /// 19 slots, and 3 calls in 19 waited a whole call inside it.
+    fn headroom_for(&self, one_length: bool) -> f64 {
+        if one_length {
+            1.0
+        } else {
+            self.headroom
+        }
+    }
+
     /// Moves the no-load latency `weight` of the way to `latency`.
     fn learn_no_load(&mut self, latency: f64, weight: f64) {
         self.no_load = Some(match self.no_load {
@@ -265,10 +342,12 @@ impl LimitAlgorithm for Auto {
             return None;
         }
         let deep = std::mem::take(&mut self.deep_probe);
-        if self.before_probe.is_some()
-            || (!self.stale_probe
-                && (self.probe_every == 0 || (self.since_probe < self.probe_every && !deep)))
-        {
+        // Calls of one length show the queue and the no-load latency in
+        // every window (see `decide`): for them the periodic probe goes
+        // up, not down (see `steady_step`).
+        let periodic =
+            self.probe_every > 0 && self.since_probe >= self.probe_every && !self.one_length;
+        if self.before_probe.is_some() || !(self.stale_probe || deep || periodic) {
             return None;
         }
         self.since_probe = 0;
@@ -294,6 +373,9 @@ struct Reading {
     /// Whether the limit bound and the window's throughput is the
     /// service's (not that of a window partly idle before its load).
     rate_binds: bool,
+    /// Whether the window's calls were of about one length: its shortest
+    /// call took at least [`ONE_LENGTH`] of the no-load latency.
+    one_length: bool,
 }
 
 impl Auto {
@@ -328,11 +410,12 @@ impl Auto {
             self.startup_stalls = 0;
             return w.limit;
         }
-        let r = Reading {
+        let mut r = Reading {
             latency,
             rate,
             binds,
             rate_binds: binds && !idle_before,
+            one_length: false,
         };
         // The highest of noisy rates is biased high (and with it the
         // bandwidth-delay product): only a window of a few dozen calls
@@ -355,7 +438,20 @@ impl Auto {
         }
         self.note_recovery(r);
         let no_load = self.no_load.unwrap_or(latency);
-        let queueing = latency > self.tolerance * no_load;
+        r.one_length = self.of_one_length(w, no_load);
+        self.one_length = r.one_length;
+        let queueing = if r.one_length {
+            // Calls of one length show a queue inside the service as
+            // it is: every slot past the service's concurrency adds its
+            // call's wait to the window's mean, so the calls in flight
+            // that did not run are those over the no-load latency's share
+            // (Little). Against `tolerance` (1.5x), 16 workers of 20 ms
+            // ran their limit at 19-26 and a quarter of the calls waited
+            // a whole call inside.
+            queued_calls(w, latency, no_load) >= QUEUED_CALLS
+        } else {
+            latency > self.tolerance * no_load
+        };
         // The usual throughput before this window.
         let usual_rate = self.binding_rate.filter(|_| r.rate_binds && !self.startup);
         if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
@@ -388,6 +484,10 @@ impl Auto {
             .binding_rate
             .is_some_and(|usual| rate >= PROBE_HOLDS * usual);
         let stale = std::mem::take(&mut self.stale_probe);
+        // Calls of one length do not rise from the product in the window
+        // after a probe (see `steady_step`), which its lower throughput
+        // spills into.
+        self.calm = 0;
         // As many calls a second at the lower limit: the rest of the
         // concurrency was only queueing inside the service.
         if as_many && binds {
@@ -420,6 +520,8 @@ impl Auto {
             // kept half its limit.
             if !self.startup && rate > 1.5 * usual {
                 self.deep_probe = true;
+                // The concurrency the service takes is to be found again.
+                self.idle_rises = 0;
                 self.binding_rate = Some(rate);
             }
         }
@@ -442,6 +544,34 @@ impl Auto {
         // says nothing).
         let queue_shows = w.completed >= MIN_SAMPLES / 2
             && self.no_load.is_some_and(|d| latency > QUEUE_SHOWS * d);
+        // Calls of one length show their queue as it is (see `decide`):
+        // past the service's concurrency, whatever the throughput read.
+        // Near the pool (a restarted startup), a throughput that seemed to
+        // follow a slot's rise doubled the limit of 16 workers of 20 ms to
+        // 34 while half a call queued. The cold start, far below the pool,
+        // needs a tenth over the no-load latency (a real service's calls
+        // of one length vary by a few percent, which reads as half a call
+        // at a few dozen slots): a real 16-connection pool read a batch
+        // of completions at 20 slots as 934 calls a second while its
+        // calls took 26.5 ms for 21, doubled to 40, and a hundred calls
+        // waited one to two queries in the pool.
+        let one_length_queue = self.no_load.is_some_and(|d| {
+            self.of_one_length(w, d)
+                && if self.restarted {
+                    queued_calls(w, latency, d) >= QUEUED_CALLS
+                } else {
+                    w.completed >= MIN_SAMPLES / 2 && latency > COLD_QUEUE * d
+                }
+        });
+        // A rise of calls of one length whose calls are no longer of the
+        // no-load latency's length says nothing about concurrency: the
+        // service changed speed (a recovery read as the throughput
+        // following the limit took 400 workers' limit to 1,734).
+        let speed_changed =
+            self.rise_from.is_some() && self.no_load.is_some_and(|d| !self.of_one_length(w, d));
+        if speed_changed {
+            return self.end_startup(w);
+        }
         // Below the service's concurrency every slot completes calls at
         // the same rate (one per service time), so the windows whose
         // throughput followed the limit are pooled, and a window is
@@ -461,7 +591,14 @@ impl Auto {
         // A queue alone does not end the startup: with a few dozen calls
         // of varying length a window's mean is noisy, and a 1,000-worker
         // pool read as queueing at 32 slots stays there.
-        if grew {
+        if grew && !one_length_queue {
+            if self.restarted {
+                // More concurrency found.
+                self.idle_rises = 0;
+                if self.rise_from.is_some() {
+                    self.rise_from = Some(w.limit);
+                }
+            }
             self.startup_pool.add(w);
             // While the limit binds, the service holds `limit` calls,
             // so Little's law gives their latency from the throughput
@@ -486,7 +623,21 @@ impl Auto {
             // connection database of 20 ms queries read 17 ms and 25 ms
             // from a 12-call window at 5 slots, and the high reading
             // held its limit at 21-30).
-            let reading = if w.min_latency.as_secs_f64() >= ONE_LENGTH * latency {
+            let one_length = w.min_latency.as_secs_f64() >= ONE_LENGTH * latency;
+            // Whether the service's calls are of one length is read here,
+            // mostly below its concurrency, where nothing queues inside
+            // it (past it, a FIFO queue inside makes every call wait, and
+            // calls of any length look alike), by most windows: a real
+            // service's window that rose past its pool on a batch of
+            // completions, or one slowed by a busy CPU, reads otherwise.
+            if !self.restarted {
+                let (of_one, not) = &mut self.one_length_votes;
+                *if one_length { of_one } else { not } += 1;
+            }
+            // Read by their mean, a window's queue only reads higher
+            // than the lowest reading: Little's law read such a window
+            // of a real service at 17.9 ms for calls of 21 ms.
+            let reading = if one_length || self.calls_of_one_length() {
                 latency
             } else {
                 little.min(pooled)
@@ -504,7 +655,7 @@ impl Auto {
         // A few dozen calls give a rate within a fifth or so, and the
         // window right after a rise lags: a third look then.
         let looks = if w.finished < 4 * MIN_SAMPLES { 3 } else { 2 };
-        if self.startup_stalls >= looks || queue_shows {
+        if self.startup_stalls >= looks || queue_shows || one_length_queue {
             return self.end_startup(w);
         }
         w.limit
@@ -515,7 +666,15 @@ impl Auto {
     fn end_startup(&mut self, w: &Window) -> f64 {
         self.startup = false;
         self.restarted = false;
-        self.startup_last = None;
+        // The highest limit the throughput followed, if it failed to
+        // follow the last one over more than one window (the window right
+        // after a rise lags, and one alone ended a 16-worker pool's
+        // startup under 3x at 16 slots).
+        let followed = self
+            .startup_last
+            .take()
+            .filter(|_| self.startup_stalls >= 2)
+            .map(|(limit, _)| limit);
         self.startup_pool = Pool::default();
         self.startup_stalls = 0;
         // The rates of startup were those of lower limits: a probe is
@@ -527,7 +686,28 @@ impl Auto {
         // calls, right after the limit doubled, reads the rate of the
         // limit before (a 16-worker pool ended at 7).
         let full = self.rates.max().zip(self.no_load).map(|(r, d)| r * d);
-        self.headroom * full.unwrap_or(w.limit).min(w.limit)
+        let one_length = self.no_load.is_some_and(|d| self.of_one_length(w, d));
+        // Without one, the highest limit the throughput followed: the
+        // limit itself, which three windows showed past the pool, held a
+        // pool of 2 workers of 200 ms at 9.6 slots (no startup window of
+        // 12 calls there reaches 32), and its slowdown served nothing.
+        let fallback = followed.unwrap_or(w.limit);
+        let settled = self.headroom_for(one_length) * full.unwrap_or(fallback).min(w.limit);
+        // A rise of calls of one length ends no lower than the highest
+        // limit that showed no queue on the way, nor than the concurrency
+        // its last window ran calls at without a queue (Little: the calls
+        // in flight times the no-load share of their latency). The
+        // product, from the rates of full windows at lower limits, can
+        // read below both: 8 workers back from a slowdown at 4 slots rose
+        // to 5, doubled to 10, and ended at 4.1, every 1.1 s.
+        match (self.rise_from.take(), self.no_load) {
+            (Some(from), Some(d)) if self.of_one_length(w, d) => {
+                let ran = ran_without_queue(w, w.avg_latency.as_secs_f64().max(1e-9), d);
+                settled.max(from).max(ran).min(w.limit)
+            }
+            (Some(from), _) => settled.max(from).min(w.limit),
+            (None, _) => settled,
+        }
     }
 
     /// A window in the steady state: a slowdown keeps the limit, a queue
@@ -546,6 +726,7 @@ impl Auto {
             rate,
             binds,
             rate_binds,
+            one_length,
         } = r;
         let bdp = self.bandwidth_delay().unwrap_or(w.limit);
         let fell = queueing
@@ -575,6 +756,7 @@ impl Auto {
                 self.binding_rate = Some(rate);
                 self.stale = 0;
                 self.stale_latency = f64::INFINITY;
+                self.idle_rises = 0;
             }
             return w.limit;
         }
@@ -594,7 +776,7 @@ impl Auto {
             if self.stale >= STALE_WINDOWS && !self.stale_probe {
                 self.stale_probe = true;
             }
-            return (self.headroom * bdp).clamp(w.limit * 0.5, w.limit);
+            return (self.headroom_for(one_length) * bdp).clamp(w.limit * 0.5, w.limit);
         }
         self.stale_latency = f64::INFINITY;
         self.stale = 0;
@@ -611,7 +793,37 @@ impl Auto {
             // concurrency, ends in a queue and a shrink: a slow sawtooth
             // between the product and `tolerance` times it).
             self.since_probe += 1;
-            if latency <= 1.1 * no_load {
+            if one_length || latency <= 1.1 * no_load {
+                // Calls of one length at the product show no queue
+                // whether or not the service could take more: only a
+                // window above it tells, and every call past the
+                // service's concurrency waits a whole call there. So
+                // there they rise by a slot or a sixteenth (the
+                // throughput reads a slot's worth exactly), less and less
+                // often: restarted at every window with 1.25x, 16
+                // workers' limit stood at 20 for two windows in three,
+                // and every fifth call waited 20 ms inside. Below the
+                // product the service showed it takes more, and they
+                // grow as other calls do.
+                let at_product = one_length && w.limit >= 0.9 * bdp;
+                if at_product {
+                    // The first rise comes at once; each that finds nothing
+                    // doubles the wait for the next, from `probe_every`
+                    // windows up to four times that; one that finds more
+                    // (`startup_step`), or a service that changed speed,
+                    // starts over.
+                    let wait = match self.idle_rises {
+                        0 => 0,
+                        n => self.probe_every << (n - 1),
+                    };
+                    if self.calm < wait {
+                        self.calm += 1;
+                        return w.limit;
+                    }
+                    self.idle_rises = (self.idle_rises + 1).min(3);
+                    self.rise_from = Some(w.limit);
+                }
+                self.calm = 0;
                 // No queue at all: the service's concurrency may be far
                 // above; find it as fast as at the start.
                 // Judged like the start: the next window must show the
@@ -621,7 +833,12 @@ impl Auto {
                 self.startup_last = Some((w.limit, rate));
                 self.startup_pool = Pool::default();
                 self.startup_pool.add(w);
-                let grown = w.limit * self.growth;
+                let gain = if at_product {
+                    1.0 + (self.growth - 1.0) / 4.0
+                } else {
+                    self.growth
+                };
+                let grown = w.limit * gain;
                 return if grown.round() > w.limit.round() {
                     grown
                 } else {
@@ -799,6 +1016,20 @@ impl AutoControl {
             default
         }
     }
+}
+
+/// The calls of window `w` (of calls of one length, with a mean latency of
+/// `latency`) that waited inside the service: of those in flight, the
+/// share that the no-load latency's part of their time does not account
+/// for (Little's law, for a service holding its calls throughout).
+fn queued_calls(w: &Window, latency: f64, no_load: f64) -> f64 {
+    w.max_in_flight as f64 - ran_without_queue(w, latency, no_load)
+}
+
+/// The calls of window `w` (as in [`queued_calls`]) that ran without
+/// waiting inside the service.
+fn ran_without_queue(w: &Window, latency: f64, no_load: f64) -> f64 {
+    w.max_in_flight as f64 * (no_load / latency).min(1.0)
 }
 
 /// What a window needs measured: `wanted`, at most [`MIN_SAMPLES`].

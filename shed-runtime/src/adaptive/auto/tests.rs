@@ -294,3 +294,147 @@ fn an_unused_limit_does_not_move_and_a_binding_one_without_a_queue_grows() {
     assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, false)), 50.0);
     assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, true)), 62.5);
 }
+
+/// A FIFO pool of `workers` serving calls of exactly 20 ms, at `limit`,
+/// overloaded: past the workers, calls wait inside the pool.
+fn pool_of_one_length(workers: f64, limit: f64) -> Window {
+    let throughput = limit.min(workers) / 0.020;
+    let latency = 20.0 * (limit / workers).max(1.0);
+    Window {
+        min_latency: Duration::from_millis(20),
+        ..window(latency, limit, (throughput * 0.1) as u64, true)
+    }
+}
+
+#[test]
+fn calls_of_one_length_are_held_at_the_pool_not_a_fifth_above_it() {
+    // With `headroom` 1.2 and `tolerance` 1.5, 16 workers of 20 ms ran
+    // their limit in a sawtooth at 19-26 slots: a queue inside the pool
+    // that the calls' latency shows exactly.
+    let mut auto = Auto::default();
+    let limits = drive(&mut auto, 2.0, 300, |l| pool_of_one_length(16.0, l));
+    // One slot above, one window in thirty once settled: the rises that
+    // find no more workers come less and less often.
+    let settled = &limits[20..];
+    let above = settled.iter().filter(|&&l| l.round() > 16.0).count();
+    assert!(
+        above * 20 <= settled.len(),
+        "above the 16 workers in {above} windows of {}: {limits:?}",
+        settled.len()
+    );
+    assert!(
+        settled
+            .iter()
+            .all(|&l| l.round() >= 16.0 && l.round() <= 17.0),
+        "{limits:?}"
+    );
+}
+
+#[test]
+fn calls_of_one_length_held_at_the_pool_still_find_more_workers() {
+    // Held at the product, the limit rises less and less often; the pool
+    // doubling must still be found.
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 200, |l| pool_of_one_length(16.0, l));
+    let limits = drive(&mut auto, 16.0, 100, |l| pool_of_one_length(32.0, l));
+    let found = limits.iter().position(|&l| l.round() >= 32.0);
+    assert!(
+        found.is_some_and(|i| i <= 50),
+        "32 workers found after {found:?} windows: {limits:?}"
+    );
+    assert!(
+        limits[60..].iter().all(|&l| (30.0..=40.0).contains(&l)),
+        "{limits:?}"
+    );
+}
+
+#[test]
+fn one_window_past_the_pool_does_not_unmake_calls_of_one_length() {
+    // The real service's cold start (16 connections, 21 ms queries): four
+    // windows of calls of one length, then one at 20 slots that read a
+    // batch of completions as 1,311 calls a second, whose calls queued in
+    // the pool (mean 27.8 ms, shortest 20.8). Taken as calls of varying
+    // length, the service was read by Little's law at 17.9 ms, and
+    // its limit ran at 15-21 with 1.2x headroom.
+    let mut auto = Auto::default();
+    let cold = [
+        (5.0, 12, 45.4, 22.5, 20.8),
+        (10.0, 12, 42.6, 21.3, 21.0),
+        (10.0, 20, 42.1, 21.3, 20.5),
+        (20.0, 26, 42.8, 21.0, 20.8),
+        (20.0, 28, 21.4, 27.8, 20.8),
+    ];
+    for (limit, calls, elapsed_ms, latency_ms, shortest_ms) in cold {
+        auto.next_limit(&Window {
+            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+            min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
+            ..window(latency_ms, limit, calls, true)
+        });
+    }
+    assert!(auto.calls_of_one_length());
+    let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+    assert!(
+        (20.5..=21.5).contains(&learned),
+        "learned {learned} ms for calls of 21 ms"
+    );
+}
+
+#[test]
+fn a_cold_start_of_calls_of_one_length_ends_when_they_queue() {
+    // The real service's cold start (16 connections, 21 ms queries):
+    // at 20 slots its calls took 24.7 ms, then 26.5 ms, while a window of
+    // 21 ms read a batch of completions as 934 calls a second; judged by
+    // the throughput alone, the limit doubled to 40, and a hundred calls
+    // waited one or two queries in the pool.
+    let mut auto = Auto::default();
+    let cold = [
+        (5.0, 12, 59.1, 21.2, 20.3),
+        (10.0, 12, 22.9, 21.0, 20.7),
+        (20.0, 20, 40.7, 24.7, 20.5),
+        (20.0, 20, 21.4, 26.5, 21.2),
+    ];
+    let mut limits = Vec::new();
+    for (limit, calls, elapsed_ms, latency_ms, shortest_ms) in cold {
+        limits.push(auto.next_limit(&Window {
+            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+            min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
+            ..window(latency_ms, limit, calls, true)
+        }));
+        if !auto.in_startup() {
+            break;
+        }
+    }
+    assert!(!auto.in_startup(), "{limits:?}");
+    assert!(limits.iter().all(|&l| l <= 20.0), "{limits:?}");
+}
+
+#[test]
+fn a_startup_without_a_full_window_ends_at_the_limit_the_throughput_followed() {
+    // 2 fifo workers of 200 ms (exponential) at 3x, from the defaults
+    // grid: a window at 4 slots read its dozen calls' rate high enough to
+    // double, the three windows at 8 did not rise, and no window held the
+    // 32 calls the bandwidth-delay product takes: the startup ended at
+    // 1.2 times the limit itself, 9.6 slots, and the slowdown after it
+    // served nothing in time for seconds.
+    let mut auto = Auto::default();
+    let cold = [
+        (2.0, 17, 1849.0, 190.9, 5.0),
+        (4.0, 18, 1537.0, 297.2, 50.0),
+        (8.0, 14, 1268.0, 490.8, 220.0),
+        (8.0, 12, 1252.0, 947.3, 476.0),
+        (8.0, 12, 2343.0, 1242.9, 562.0),
+    ];
+    let mut limits = Vec::new();
+    for (limit, finished, elapsed_ms, latency_ms, shortest_ms) in cold {
+        limits.push(auto.next_limit(&Window {
+            completed: 12,
+            finished,
+            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+            min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
+            ..window(latency_ms, limit, 12, true)
+        }));
+    }
+    assert!(!auto.in_startup(), "{limits:?}");
+    let settled = *limits.last().unwrap();
+    assert!(settled <= 1.2 * 4.0 + 1e-9, "{limits:?}");
+}
