@@ -28,6 +28,7 @@ mod load_test;
 mod metrics_page;
 mod stalled_reader;
 mod tenants_socket;
+mod vanishing_clients;
 
 /// Held by each test that drives load over sockets.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
