@@ -497,3 +497,60 @@ async fn a_retry_budget_keeps_amplification_down_where_unbudgeted_retries_double
         "without one: {unbudgeted:?}"
     );
 }
+
+/// Waits up to 10 s for the limiter's stats to satisfy `done`.
+async fn eventually(
+    limiter: &shed::Limiter,
+    what: &str,
+    done: impl Fn(shed::LimiterStats) -> bool,
+) {
+    for _ in 0..500 {
+        if done(limiter.stats()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{what}: {:?}", limiter.stats());
+}
+
+/// Over HTTP/2 a caller that gives up resets its stream: the call holding
+/// the only slot and the one queued behind it leave nothing behind, and
+/// the next call is served at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_that_give_up_leave_nothing_held_or_queued() {
+    // One slot, and a queue budget long enough that only the caller's
+    // going away can end the wait.
+    let limiter = Config::new()
+        .capacity(1)
+        .class(shed::ClassSpec::new("critical", 0).max_wait(Duration::from_secs(60)))
+        .build()
+        .expect("valid config");
+    let server = start(limiter.clone(), false).await;
+    let client = WorkClient::new(channel(&server).await);
+    let holder = tokio::spawn({
+        let mut client = client.clone();
+        async move { client.r#do(request(1, 60_000)).await }
+    });
+    eventually(&limiter, "the first call holds the slot", |s| {
+        s.in_flight == 1
+    })
+    .await;
+    let queued = tokio::spawn({
+        let mut client = client.clone();
+        async move { client.r#do(request(2, 1)).await }
+    });
+    eventually(&limiter, "the second call queues", |s| s.queued_weight == 1).await;
+
+    // Both callers give up: their futures are dropped, their streams reset.
+    holder.abort();
+    queued.abort();
+    eventually(&limiter, "nothing held and nothing queued", |s| {
+        s.in_flight == 0 && s.queued_weight == 0
+    })
+    .await;
+    let reply = tokio::time::timeout(Duration::from_secs(10), client.clone().r#do(request(3, 1)))
+        .await
+        .expect("answered")
+        .expect("served at once");
+    assert_eq!(reply.get_ref().attempt, 1);
+}
