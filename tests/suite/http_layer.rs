@@ -724,19 +724,9 @@ async fn store_upload(body: String) -> Result<String, Rejected> {
 
 /// A request whose body never comes (a client trickling it, or stalled).
 fn stalled_upload(path: &str) -> Request<Body> {
-    struct Never;
-    impl futures_core::Stream for Never {
-        type Item = Result<Bytes, Infallible>;
-        fn poll_next(
-            self: std::pin::Pin<&mut Self>,
-            _cx: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<Option<Self::Item>> {
-            std::task::Poll::Pending
-        }
-    }
     Request::post(path)
         .header("content-length", "1000")
-        .body(Body::from_stream(Never))
+        .body(Body::from_stream(Pending))
         .unwrap()
 }
 
