@@ -42,8 +42,8 @@ use std::time::Duration;
 
 /// Bucket bounds, in seconds, for the `_seconds` histograms: 0.5 ms (an
 /// admission that barely waited) to 10 s (past any client's patience),
-/// about 2.5 times apart, with 50 ms and 100 ms (common queue-wait
-/// budgets) among them.
+/// two to two and a half times apart, with 50 ms and 100 ms (common
+/// queue-wait budgets) among them.
 ///
 /// Give them to an exporter that keeps histograms as fixed buckets. Its
 /// memory is then set by the bounds, not by the samples. Buckets from

@@ -250,8 +250,8 @@ impl<B> Classify<B> for Routes {
 ///
 /// **Request bodies.** A request guarded here holds its slots while the
 /// inner service reads its body, so a client that sends its body slowly
-/// holds them as long as it likes: the maximum hold time starts at the
-/// response. On routes that take a body, admit in the handler instead
+/// holds them as long as it likes: the maximum hold time is enforced on
+/// the response body only. On routes that take a body, admit in the handler instead
 /// ([`Classification::ByHandler`] and a `#[shed]` fn: axum's extractors
 /// have read the body before the handler runs), or bound the read inside
 /// this layer (for example `tower_http::timeout::RequestBodyTimeoutLayer`).
