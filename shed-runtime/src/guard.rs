@@ -53,13 +53,20 @@ pub fn count_fallback(policy: &'static Policy) {
 pub fn admit(policy: &'static Policy) -> Decision {
     let (held, deadline, in_context) = Held::current();
     if let (None, Some(class)) = (deadline, policy.stats.bound_class(held.id)) {
-        return match held.admit_at_once(class, u64::from(policy.weight()), &policy.stats) {
-            Ok(permit) => Decision::Admitted(permit),
-            Err(NotAtOnce::NoRoom(held)) => held.wait_after_fast_path(class, policy, in_context),
-            Err(NotAtOnce::Checks(held)) => checks_first(held, class, policy, in_context),
-        };
+        return at_once(held, class, policy, in_context);
     }
     admit_after_fast_path(held, deadline, in_context, policy)
+}
+
+/// The fast path of a call without a deadline: admitted at once, or on to
+/// the waiting half or the checks of [`Held::decide`].
+#[inline(always)]
+fn at_once(held: Held, class: usize, policy: &'static Policy, in_context: bool) -> Decision {
+    match held.admit_at_once(class, u64::from(policy.weight()), &policy.stats) {
+        Ok(permit) => Decision::Admitted(permit),
+        Err(NotAtOnce::NoRoom(held)) => held.wait_after_fast_path(class, policy, in_context),
+        Err(NotAtOnce::Checks(held)) => checks_first(held, class, policy, in_context),
+    }
 }
 
 /// [`admit`] when the inline admission left a check to [`Held::decide`]
@@ -82,15 +89,7 @@ fn admit_after_fast_path(
 ) -> Decision {
     let class = held.policy_class(policy);
     match (class, deadline) {
-        (Ok(class), None) => {
-            match held.admit_at_once(class, u64::from(policy.weight()), &policy.stats) {
-                Ok(permit) => Decision::Admitted(permit),
-                Err(NotAtOnce::NoRoom(held)) => {
-                    held.wait_after_fast_path(class, policy, in_context)
-                }
-                Err(NotAtOnce::Checks(held)) => checks_first(held, class, policy, in_context),
-            }
-        }
+        (Ok(class), None) => at_once(held, class, policy, in_context),
         _ => Held::decision(request(held, class, policy, in_context), deadline),
     }
 }

@@ -17,7 +17,7 @@ use crate::ONE_AT_A_TIME;
 /// Sends `head` on a fresh connection and reads until the server closes
 /// it. A server may answer (and close) before it has read a head that is
 /// too large, so a failed write is not an error; what was read is.
-async fn exchange(address: std::net::SocketAddr, head: Vec<u8>) -> String {
+pub(crate) async fn exchange(address: std::net::SocketAddr, head: Vec<u8>) -> String {
     let stream = tokio::net::TcpStream::connect(address).await.unwrap();
     let (mut reader, mut writer) = stream.into_split();
     let writing = tokio::spawn(async move {
@@ -40,14 +40,16 @@ async fn exchange(address: std::net::SocketAddr, head: Vec<u8>) -> String {
     String::from_utf8_lossy(&response).into_owned()
 }
 
-fn get(path: &str, headers: &[u8]) -> Vec<u8> {
+/// A `GET` head with `headers`, asking the server to close afterwards.
+pub(crate) fn get(path: &str, headers: &[u8]) -> Vec<u8> {
     let mut head = format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n").into_bytes();
     head.extend_from_slice(headers);
     head.extend_from_slice(b"\r\n");
     head
 }
 
-fn status(response: &str) -> &str {
+/// The status code of a raw HTTP/1.1 response.
+pub(crate) fn status(response: &str) -> &str {
     response.get(9..12).unwrap_or("none")
 }
 

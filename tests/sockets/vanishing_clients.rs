@@ -14,6 +14,7 @@ use shed::http::{Routes, ShedLayer};
 use shed::{ClassSpec, Config};
 use tokio::io::AsyncWriteExt;
 
+use crate::hostile_heads::{exchange, get as get_head, status};
 use crate::server::conn;
 use crate::ONE_AT_A_TIME;
 
@@ -109,15 +110,6 @@ async fn clients_that_hang_up_leave_nothing_held_or_queued_and_their_work_stops(
     .await;
 
     // The slot serves the next caller at once.
-    let mut next = ask(address, "/fast").await;
-    let mut answer = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(10), async {
-        use tokio::io::AsyncReadExt;
-        let mut buf = [0u8; 1024];
-        let n = next.read(&mut buf).await.unwrap();
-        answer.extend_from_slice(&buf[..n]);
-    })
-    .await;
-    assert!(read.is_ok(), "the next call was answered");
-    assert!(answer.starts_with(b"HTTP/1.1 200"), "{answer:?}");
+    let answer = exchange(address, get_head("/fast", b"")).await;
+    assert_eq!(status(&answer), "200", "{answer}");
 }

@@ -236,19 +236,26 @@ fn without_a_window_of_32_calls_the_product_still_comes_from_the_rates() {
     }
 }
 
+/// Past its startup, with a no-load latency of `no_load` seconds, a usual
+/// throughput of `usual` calls a second and a best recent one of `best`.
+fn steady(no_load: f64, usual: f64, best: f64) -> Auto {
+    let mut auto = Auto {
+        startup: false,
+        no_load: Some(no_load),
+        binding_rate: Some(usual),
+        ..Auto::default()
+    };
+    auto.rates.push(best);
+    auto
+}
+
 #[test]
 fn a_queue_that_outlasts_the_shrink_is_probed_before_its_latency_is_learned() {
     // 16 workers of 10 ms; one lucky window read 2,300 calls a second
     // (the pool does 1,600), so the product says 23 and the limit of
     // 28 queues: latency 17.5 ms against 10. That latency is not the
     // service's: a probe at fewer slots admits as many calls a second.
-    let mut auto = Auto {
-        startup: false,
-        no_load: Some(0.010),
-        binding_rate: Some(1600.0),
-        ..Auto::default()
-    };
-    auto.rates.push(2300.0);
+    let mut auto = steady(0.010, 1600.0, 2300.0);
     let limits = drive(&mut auto, 28.0, 40, |l| pool(16.0, l));
     let no_load = auto.no_load_latency().unwrap();
     assert!(
@@ -264,13 +271,7 @@ fn a_queue_that_outlasts_the_shrink_is_probed_before_its_latency_is_learned() {
 fn after_a_recovery_the_half_limit_probe_is_judged_against_the_faster_rate() {
     // 16 workers whose calls took 40 ms (400 calls a second) are back
     // to 10 ms: the no-load latency of 40 ms is stale.
-    let mut auto = Auto {
-        startup: false,
-        no_load: Some(0.040),
-        binding_rate: Some(400.0),
-        ..Auto::default()
-    };
-    auto.rates.push(400.0);
+    let mut auto = steady(0.040, 400.0, 400.0);
     let recovered = pool(16.0, 20.0);
     assert_eq!(auto.next_limit(&recovered), 20.0, "held for the probe");
     let probe = auto.probe_limit(20.0).expect("a probe at half");
