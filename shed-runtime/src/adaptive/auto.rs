@@ -88,8 +88,11 @@ const COLD_QUEUE: f64 = 1.1;
 ///   second, the rest of the concurrency was only queueing: the lower limit
 ///   stays. Either way its latency refreshes the no-queue latency, which
 ///   sustained overload would otherwise never show. A throughput 1.5 times
-///   the usual one is a recovery: the limit holds, the usual rate becomes
-///   the new one, and the next probe goes to half the limit.
+///   the usual one is a recovery: the usual rate becomes the new one. If
+///   the calls' latency fell below the no-load one, it becomes the no-load
+///   latency and the limit grows as in startup (calls of one length then
+///   probe at half the limit once it ends); if not, the limit holds and
+///   the next probe goes to half the limit.
 ///
 /// - **Calls of one length.** If most windows of the cold start that
 ///   rose held calls of about one length (the shortest at least 0.8 of
@@ -183,6 +186,9 @@ pub struct Auto {
     /// The windows of the cold start that rose which held calls of about
     /// one length, and those which did not.
     one_length_votes: (u32, u32),
+    /// Whether the probe at half the limit waits for the end of the
+    /// startup (a recovery of calls of one length, see `note_recovery`).
+    probe_after_startup: bool,
 }
 
 impl Default for Auto {
@@ -215,6 +221,7 @@ impl Default for Auto {
             idle_rises: 0,
             rise_from: None,
             one_length_votes: (0, 0),
+            probe_after_startup: false,
         }
     }
 }
@@ -509,17 +516,36 @@ impl Auto {
     /// Notes a recovery: a throughput well above the usual one.
     fn note_recovery(&mut self, r: Reading) {
         let Reading {
-            rate, rate_binds, ..
+            latency,
+            rate,
+            rate_binds,
+            ..
         } = r;
         if let Some(usual) = self.binding_rate.filter(|_| rate_binds) {
-            // The service got much faster (a recovery): the no-load
-            // latency is stale, and only a window well below the current
-            // limit shows the new one. Probe at half the limit next (the
-            // limit holds until then, below), judged against the faster
-            // rate: against the slow one, the probe of a 2-worker pool
-            // kept half its limit.
             if !self.startup && rate > 1.5 * usual {
-                self.deep_probe = true;
+                // The service got much faster (a recovery): the no-load
+                // latency is stale. Calls whose own latency fell below it
+                // show the new one at most that long (a queue only adds):
+                // it is learned at once, and the limit is free to grow
+                // (below). Probing at half the limit first cost a 1,000-
+                // worker pool, held under its workers, two windows at half
+                // and 4 s to its capacity; now 2 s. Calls of one length
+                // still take the probe at half, once the growth has ended:
+                // the recovery's window mixes slow calls with fast ones,
+                // and its mean (2.7 ms for 8 workers' 2 ms) would hold
+                // their limit a quarter above the pool, where their
+                // latency shows no queue against it.
+                let seen = self.no_load.is_some_and(|d| latency < d);
+                if seen {
+                    self.no_load = Some(latency);
+                }
+                // Otherwise only a window well below the current limit
+                // shows the new latency: probe at half the limit next (the
+                // limit holds until then, see `steady_step`), judged
+                // against the faster rate: against the slow one, the probe
+                // of a 2-worker pool kept half its limit.
+                self.deep_probe = !seen;
+                self.probe_after_startup = seen && self.calls_of_one_length();
                 // The concurrency the service takes is to be found again.
                 self.idle_rises = 0;
                 self.binding_rate = Some(rate);
@@ -680,7 +706,8 @@ impl Auto {
         // The rates of startup were those of lower limits: a probe is
         // judged against the rate of the limit it leaves.
         self.binding_rate = None;
-        self.deep_probe = false;
+        // A recovery's probe at half the limit, if it waited for this.
+        self.deep_probe = std::mem::take(&mut self.probe_after_startup);
         self.since_probe = 0;
         // Only the rates of full windows here: a startup window of a dozen
         // calls, right after the limit doubled, reads the rate of the

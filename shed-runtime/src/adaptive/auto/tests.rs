@@ -269,21 +269,41 @@ fn a_queue_that_outlasts_the_shrink_is_probed_before_its_latency_is_learned() {
 
 #[test]
 fn after_a_recovery_the_half_limit_probe_is_judged_against_the_faster_rate() {
-    // 16 workers whose calls took 40 ms (400 calls a second) are back
-    // to 10 ms: the no-load latency of 40 ms is stale.
-    let mut auto = steady(0.040, 400.0, 400.0);
-    let recovered = pool(16.0, 20.0);
-    assert_eq!(auto.next_limit(&recovered), 20.0, "held for the probe");
-    let probe = auto.probe_limit(20.0).expect("a probe at half");
-    assert_eq!(probe, 10.0);
+    // 16 workers whose calls took 16 ms (1,000 calls a second) are back
+    // to 10 ms. At 28 slots the pool's queue hides the speed-up (17.5 ms,
+    // above the stale 16): only fewer slots show the new latency.
+    let mut auto = steady(0.016, 1000.0, 1000.0);
+    let recovered = pool(16.0, 28.0);
+    assert_eq!(auto.next_limit(&recovered), 28.0, "held for the probe");
+    let probe = auto.probe_limit(28.0).expect("a probe at half");
+    assert_eq!(probe, 14.0);
     let after = auto.next_limit(&Window {
         probe: true,
         ..pool(16.0, probe)
     });
-    // 1,000 calls a second at 10 slots is fewer than the 1,600 of the
-    // recovered service (not more than the slow 400): the 20 slots stay.
-    assert_eq!(after, 20.0);
+    // 1,400 calls a second at 14 slots is fewer than the 1,600 of the
+    // recovered service (not more than the slow 1,000): the 28 slots stay.
+    assert_eq!(after, 28.0);
     assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(10)));
+}
+
+#[test]
+fn a_recovery_that_shows_in_the_calls_latency_grows_at_once() {
+    // 16 workers whose calls took 40 ms are back to 10 ms, and the limit
+    // of 12 (below the workers) shows it in the calls' own latency: it
+    // is the new no-load latency, and the limit grows to the pool without
+    // first probing at half (6 slots: a window at three eighths of the
+    // capacity).
+    let mut auto = steady(0.040, 400.0, 400.0);
+    let limits = drive(&mut auto, 12.0, 30, |l| pool(16.0, l));
+    assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(10)));
+    assert!(limits.iter().all(|&l| l >= 12.0), "no probe: {limits:?}");
+    let found = limits.iter().position(|&l| l >= 16.0);
+    assert!(found.is_some_and(|i| i <= 2), "{limits:?}");
+    assert!(
+        limits[10..].iter().all(|&l| (16.0..=25.0).contains(&l)),
+        "{limits:?}"
+    );
 }
 
 #[test]
@@ -438,4 +458,42 @@ fn a_startup_without_a_full_window_ends_at_the_limit_the_throughput_followed() {
     assert!(!auto.in_startup(), "{limits:?}");
     let settled = *limits.last().unwrap();
     assert!(settled <= 1.2 * 4.0 + 1e-9, "{limits:?}");
+}
+
+/// A FIFO pool of `workers` serving calls of exactly `service_ms`, at
+/// `limit`, overloaded.
+fn one_length_at(service_ms: f64, workers: f64, limit: f64) -> Window {
+    let throughput = limit.min(workers) / (service_ms / 1000.0);
+    let latency = service_ms * (limit / workers).max(1.0);
+    Window {
+        min_latency: Duration::from_secs_f64(service_ms / 1000.0),
+        ..window(latency, limit, (throughput * 0.1) as u64, true)
+    }
+}
+
+#[test]
+fn calls_of_one_length_back_from_a_slowdown_learn_their_latency_below_the_pool() {
+    // 8 workers of 20 ms, slowed to 80 ms, back to 20 ms. The window of
+    // the recovery mixes slow calls with fast ones (a mean of 27 ms):
+    // taken as the no-load latency, it held the limit at 10-12 slots, a
+    // quarter above the pool, where the calls' latency (25 ms) shows no
+    // queue against 27. The probe at half the limit after the growth
+    // shows 20 ms again.
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 100, |l| one_length_at(20.0, 8.0, l));
+    let slow = drive(&mut auto, 8.0, 40, |l| one_length_at(80.0, 8.0, l));
+    let limit = *slow.last().unwrap();
+    let mixed = Window {
+        min_latency: Duration::from_millis(20),
+        ..window(27.0, limit, 40, true)
+    };
+    let limit = auto.next_limit(&mixed);
+    let limits = drive(&mut auto, limit, 60, |l| one_length_at(20.0, 8.0, l));
+    assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(20)));
+    assert!(
+        limits[30..]
+            .iter()
+            .all(|&l| l.round() >= 8.0 && l.round() <= 9.0),
+        "{slow:?} {limits:?}"
+    );
 }
