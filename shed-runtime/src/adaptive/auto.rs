@@ -78,10 +78,12 @@ const COLD_QUEUE: f64 = 1.1;
 ///   throughput as in startup, over windows of four round trips; by one
 ///   slot at least), or by a quarter of that.
 /// - **Slowdown.** Two windows in a row with latency up and the throughput
-///   below 0.6 of the usual at the same limit are every call getting
-///   slower, not a queue (which keeps the throughput): the limit stays (a
-///   pool of workers needs as many calls in flight as before), and the
-///   no-load latency is scaled by the throughput's fall.
+///   below 0.6 of the usual (the smoothed throughput of binding windows,
+///   or before any since the startup, the highest recent one) at the same
+///   limit are every call getting slower, not a queue (which keeps the
+///   throughput): the limit stays (a pool of workers needs as many calls
+///   in flight as before), and the no-load latency is scaled by the
+///   throughput's fall.
 /// - **Probe.** Every `probe_every` windows in which the limit binds (for
 ///   calls of varying length, see below), one window runs at `probe` times
 ///   the limit. If it admits as many calls a
@@ -459,8 +461,16 @@ impl Auto {
         } else {
             latency > self.tolerance * no_load
         };
-        // The usual throughput before this window.
-        let usual_rate = self.binding_rate.filter(|_| r.rate_binds && !self.startup);
+        // The usual throughput before this window; before any binding
+        // window since the startup, the highest recent one. Under a load
+        // below capacity the limit had not bound since the cold start,
+        // and a slowdown of every call that made it bind read as a queue:
+        // 64 workers of 50 ms slowed to 200 ms lost their limit to 12
+        // slots, and three quarters of the slowed pool stood idle.
+        let usual_rate = self
+            .binding_rate
+            .or_else(|| self.rates.max())
+            .filter(|_| r.rate_binds && !self.startup);
         if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
             self.binding_rate = Some(match self.binding_rate {
                 Some(r) => r + (rate - r) * 0.3,

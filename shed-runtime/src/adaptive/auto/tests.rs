@@ -461,13 +461,16 @@ fn a_startup_without_a_full_window_ends_at_the_limit_the_throughput_followed() {
 }
 
 /// A FIFO pool of `workers` serving calls of exactly `service_ms`, at
-/// `limit`, overloaded.
+/// `limit`, overloaded, over a window as long as `AutoControl` makes it
+/// once settled: two round trips, 100 ms at least.
 fn one_length_at(service_ms: f64, workers: f64, limit: f64) -> Window {
     let throughput = limit.min(workers) / (service_ms / 1000.0);
     let latency = service_ms * (limit / workers).max(1.0);
+    let elapsed = (2.0 * latency / 1000.0).max(0.1);
     Window {
         min_latency: Duration::from_secs_f64(service_ms / 1000.0),
-        ..window(latency, limit, (throughput * 0.1) as u64, true)
+        elapsed: Duration::from_secs_f64(elapsed),
+        ..window(latency, limit, (throughput * elapsed) as u64, true)
     }
 }
 
@@ -489,11 +492,45 @@ fn calls_of_one_length_back_from_a_slowdown_learn_their_latency_below_the_pool()
     };
     let limit = auto.next_limit(&mixed);
     let limits = drive(&mut auto, limit, 60, |l| one_length_at(20.0, 8.0, l));
-    assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(20)));
+    assert_eq!(
+        auto.no_load_latency(),
+        Some(Duration::from_millis(20)),
+        "{slow:?} {limits:?}"
+    );
     assert!(
         limits[30..]
             .iter()
             .all(|&l| l.round() >= 8.0 && l.round() <= 9.0),
         "{slow:?} {limits:?}"
     );
+}
+
+#[test]
+fn a_slowdown_right_after_a_load_below_capacity_keeps_the_pool_busy() {
+    // 64 workers of 50 ms under 0.8x: the cold start doubles to 128 and
+    // the limit never binds again, so no usual rate is known when every
+    // call becomes four times slower. The rate the limit once bound at is
+    // the usual one: the slowdown is read as such (the no-load latency
+    // scales, the limit keeps the 64 workers busy); read as a queue, the
+    // limit fell to 12-18 slots and served a quarter of the slowed pool.
+    let mut auto = Auto::default();
+    let mut limit = 2.0;
+    while limit < 128.0 {
+        limit = drive(&mut auto, limit, 1, |l| one_length_at(50.0, 64.0, l))[0];
+    }
+    assert!(auto.in_startup());
+    for _ in 0..5 {
+        let below = Window {
+            min_latency: Duration::from_millis(50),
+            ..window(50.0, limit, 100, false)
+        };
+        assert_eq!(auto.next_limit(&below), limit, "an unused limit holds");
+    }
+    let slow = drive(&mut auto, limit, 30, |l| one_length_at(200.0, 64.0, l));
+    let no_load = auto.no_load_latency().unwrap();
+    assert!(
+        (Duration::from_millis(190)..=Duration::from_millis(210)).contains(&no_load),
+        "{no_load:?} {slow:?}"
+    );
+    assert!(slow[5..].iter().all(|&l| l.round() >= 64.0), "{slow:?}");
 }
