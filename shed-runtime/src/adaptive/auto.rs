@@ -366,7 +366,17 @@ impl LimitAlgorithm for Auto {
     }
 
     fn next_limit(&mut self, w: &Window) -> f64 {
-        self.decide(w)
+        let before = (self.startup, self.no_load);
+        let next = self.decide(w);
+        if std::env::var_os("AUTO_TRACE").is_some() {
+            eprintln!(
+                "TRACE at={:?} lim={:.1} probe={} done={} fin={} el={:.3} avg={:.1}ms min={:.1}ms maxif={} wait={} rate={:.0} st={} nl={:?} -> {:.1} st={} nl={:.1}ms",
+                w.at, w.limit, w.probe, w.completed, w.finished, w.elapsed.as_secs_f64(),
+                w.avg_latency.as_secs_f64()*1e3, w.min_latency.as_secs_f64()*1e3, w.max_in_flight, w.waiting,
+                w.throughput(), before.0, before.1.map(|d| d*1e3), next, self.startup, self.no_load.unwrap_or(0.0)*1e3
+            );
+        }
+        next
     }
 }
 
