@@ -366,17 +366,7 @@ impl LimitAlgorithm for Auto {
     }
 
     fn next_limit(&mut self, w: &Window) -> f64 {
-        let before = (self.startup, self.no_load);
-        let next = self.decide(w);
-        if std::env::var_os("AUTO_TRACE").is_some() {
-            eprintln!(
-                "TRACE at={:?} lim={:.1} probe={} done={} fin={} el={:.3} avg={:.1}ms min={:.1}ms maxif={} wait={} rate={:.0} st={} nl={:?} -> {:.1} st={} nl={:.1}ms",
-                w.at, w.limit, w.probe, w.completed, w.finished, w.elapsed.as_secs_f64(),
-                w.avg_latency.as_secs_f64()*1e3, w.min_latency.as_secs_f64()*1e3, w.max_in_flight, w.waiting,
-                w.throughput(), before.0, before.1.map(|d| d*1e3), next, self.startup, self.no_load.unwrap_or(0.0)*1e3
-            );
-        }
-        next
+        self.decide(w)
     }
 }
 
@@ -541,36 +531,36 @@ impl Auto {
             rate_binds,
             ..
         } = r;
-        if let Some(usual) = self.binding_rate.filter(|_| rate_binds) {
-            if !self.startup && rate > 1.5 * usual {
-                // The service got much faster (a recovery): the no-load
-                // latency is stale. Calls whose own latency fell below it
-                // show the new one at most that long (a queue only adds):
-                // it is learned at once, and the limit is free to grow
-                // (below). Probing at half the limit first cost a 1,000-
-                // worker pool, held under its workers, two windows at half
-                // and 4 s to its capacity; now 2 s. Calls of one length
-                // still take the probe at half, once the growth has ended:
-                // the recovery's window mixes slow calls with fast ones,
-                // and its mean (2.7 ms for 8 workers' 2 ms) would hold
-                // their limit a quarter above the pool, where their
-                // latency shows no queue against it.
-                let seen = self.no_load.is_some_and(|d| latency < d);
-                if seen {
-                    self.no_load = Some(latency);
-                }
-                // Otherwise only a window well below the current limit
-                // shows the new latency: probe at half the limit next (the
-                // limit holds until then, see `steady_step`), judged
-                // against the faster rate: against the slow one, the probe
-                // of a 2-worker pool kept half its limit.
-                self.deep_probe = !seen;
-                self.probe_after_startup = seen && self.calls_of_one_length();
-                // The concurrency the service takes is to be found again.
-                self.idle_rises = 0;
-                self.binding_rate = Some(rate);
-            }
+        let usual = self.binding_rate.filter(|_| rate_binds);
+        if self.startup || !usual.is_some_and(|usual| rate > 1.5 * usual) {
+            return;
         }
+        // The service got much faster (a recovery): the no-load
+        // latency is stale. Calls whose own latency fell below it
+        // show the new one at most that long (a queue only adds):
+        // it is learned at once, and the limit is free to grow
+        // (below). Probing at half the limit first cost a 1,000-
+        // worker pool, held under its workers, two windows at half
+        // and 4 s to its capacity; now 2 s. Calls of one length
+        // still take the probe at half, once the growth has ended:
+        // the recovery's window mixes slow calls with fast ones,
+        // and its mean (2.7 ms for 8 workers' 2 ms) would hold
+        // their limit a quarter above the pool, where their
+        // latency shows no queue against it.
+        let seen = self.no_load.is_some_and(|d| latency < d);
+        if seen {
+            self.no_load = Some(latency);
+        }
+        // Otherwise only a window well below the current limit
+        // shows the new latency: probe at half the limit next (the
+        // limit holds until then, see `steady_step`), judged
+        // against the faster rate: against the slow one, the probe
+        // of a 2-worker pool kept half its limit.
+        self.deep_probe = !seen;
+        self.probe_after_startup = seen && self.calls_of_one_length();
+        // The concurrency the service takes is to be found again.
+        self.idle_rises = 0;
+        self.binding_rate = Some(rate);
     }
 
     /// A startup window: the limit doubles while the throughput follows
