@@ -316,15 +316,24 @@ fn an_unused_limit_does_not_move_and_a_binding_one_without_a_queue_grows() {
     assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, true)), 62.5);
 }
 
+/// A FIFO pool of `workers` serving calls of exactly `service_ms`, at
+/// `limit`, overloaded, over a window as long as `AutoControl` makes it
+/// once settled: two round trips, 100 ms at least.
+fn one_length_at(service_ms: f64, workers: f64, limit: f64) -> Window {
+    let throughput = limit.min(workers) / (service_ms / 1000.0);
+    let latency = service_ms * (limit / workers).max(1.0);
+    let elapsed = (2.0 * latency / 1000.0).max(0.1);
+    Window {
+        min_latency: Duration::from_secs_f64(service_ms / 1000.0),
+        elapsed: Duration::from_secs_f64(elapsed),
+        ..window(latency, limit, (throughput * elapsed) as u64, true)
+    }
+}
+
 /// A FIFO pool of `workers` serving calls of exactly 20 ms, at `limit`,
 /// overloaded: past the workers, calls wait inside the pool.
 fn pool_of_one_length(workers: f64, limit: f64) -> Window {
-    let throughput = limit.min(workers) / 0.020;
-    let latency = 20.0 * (limit / workers).max(1.0);
-    Window {
-        min_latency: Duration::from_millis(20),
-        ..window(latency, limit, (throughput * 0.1) as u64, true)
-    }
+    one_length_at(20.0, workers, limit)
 }
 
 #[test]
@@ -458,20 +467,6 @@ fn a_startup_without_a_full_window_ends_at_the_limit_the_throughput_followed() {
     assert!(!auto.in_startup(), "{limits:?}");
     let settled = *limits.last().unwrap();
     assert!(settled <= 1.2 * 4.0 + 1e-9, "{limits:?}");
-}
-
-/// A FIFO pool of `workers` serving calls of exactly `service_ms`, at
-/// `limit`, overloaded, over a window as long as `AutoControl` makes it
-/// once settled: two round trips, 100 ms at least.
-fn one_length_at(service_ms: f64, workers: f64, limit: f64) -> Window {
-    let throughput = limit.min(workers) / (service_ms / 1000.0);
-    let latency = service_ms * (limit / workers).max(1.0);
-    let elapsed = (2.0 * latency / 1000.0).max(0.1);
-    Window {
-        min_latency: Duration::from_secs_f64(service_ms / 1000.0),
-        elapsed: Duration::from_secs_f64(elapsed),
-        ..window(latency, limit, (throughput * elapsed) as u64, true)
-    }
 }
 
 #[test]
