@@ -94,7 +94,7 @@ const CONVERGED: f64 = 0.9;
 const CONVERGENCE_TICKS: usize = 5;
 
 /// When, in each phase, the calls served in time (by tick of arrival)
-/// first reached [`CONVERGED`] of the ideal over [`CONVERGENCE_TICKS`].
+/// first reached `CONVERGED` of the ideal over `CONVERGENCE_TICKS`.
 pub fn phase_reports(phases: &[crate::scenario::Phase], per_tick: &[u64]) -> Vec<PhaseReport> {
     let tick_s = TICK.as_secs_f64();
     phases
@@ -141,9 +141,9 @@ pub(crate) const TICK: Duration = Duration::from_millis(100);
 /// Tallies a run as it goes.
 #[derive(Debug, Default)]
 pub struct Tally {
-    /// Served in time, by the [`TICK`] of arrival.
+    /// Served in time, by the `TICK` of arrival.
     pub per_tick: Vec<u64>,
-    /// Offered, by the [`TICK`] of arrival.
+    /// Offered, by the `TICK` of arrival.
     pub offered_per_tick: Vec<u64>,
     offered: u64,
     retries: u64,

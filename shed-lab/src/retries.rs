@@ -514,7 +514,7 @@ pub const RECOVERED: f64 = 0.95;
 const RECOVERY_TICKS: usize = 5;
 
 /// The first tick, counted from `from`, after which every window of
-/// [`RECOVERY_TICKS`] until `end` answers at least [`RECOVERED`] of its
+/// `RECOVERY_TICKS` until `end` answers at least `RECOVERED` of its
 /// requests in time (by their arrival); `None` if the run ends first.
 pub fn recovery(requests: &[u64], good: &[u64], from: usize, end: usize) -> Option<usize> {
     let at = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
