@@ -173,6 +173,7 @@ impl ClassState {
     }
 
     /// Whether this class can be held back by its own share.
+    #[inline]
     pub(crate) fn is_tracked(&self) -> bool {
         self.tracked
     }

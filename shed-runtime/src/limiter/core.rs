@@ -314,6 +314,16 @@ impl Core {
         }
     }
 
+    /// [`Core::release_at`] of a class without a word of its own and
+    /// without a clock read: one `fetch_sub` when nobody waits (the
+    /// permit's drop inlines it into every guarded fn).
+    #[inline(always)]
+    pub(crate) fn release_untracked(&self, weight: u64) {
+        if self.word.give_back(weight) {
+            self.dispatch_after_release(None);
+        }
+    }
+
     /// The waiters' half of [`Core::release_at`], out of line: a release
     /// that finds nobody waiting (the common case) stays small.
     #[inline(never)]

@@ -118,7 +118,8 @@ pub(crate) struct Held {
     /// `'static`, a scoped one is kept alive by `_owner`, whose allocation
     /// it points into (an `Arc`'s contents never move).
     inner: std::ptr::NonNull<Inner>,
-    /// Never read: held for its reference count.
+    /// Held for its reference count; read only for whether there is one
+    /// (a permit of the process-wide limiter has nothing to let go of).
     _owner: Option<Arc<Inner>>,
 }
 
@@ -427,6 +428,9 @@ impl Held {
         {
             return Err(NotAtOnce::Checks(self));
         }
+        // Read before the compare-and-swap, as `try_acquire_in` reads it:
+        // the permit then needs no second look at the class.
+        let tracked = state.is_tracked();
         match self.core.try_acquire_in(state, weight) {
             Some(admitted) => {
                 // The sampled call is timed and tallies its tenant.
@@ -434,7 +438,13 @@ impl Held {
                     self.tally_sampled(class);
                     Instant::now()
                 });
-                Ok(Permit::new(self, class, weight, start, Some(stats)))
+                Ok(Permit::new(
+                    self,
+                    (class, tracked),
+                    weight,
+                    start,
+                    Some(stats),
+                ))
             }
             None => Err(NotAtOnce::NoRoom(self)),
         }
@@ -540,7 +550,9 @@ impl Held {
                 None if stats.is_some() && admitted & held.sample_mask == 0 => Some(Instant::now()),
                 None => None,
             };
-            let permit = Permit::new(held, class, weight, start, stats).with_deadline(deadline);
+            let tracked = state.is_tracked();
+            let permit =
+                Permit::new(held, (class, tracked), weight, start, stats).with_deadline(deadline);
             return Admission::ready(Ok(permit));
         }
 
@@ -767,9 +779,15 @@ impl Held {
             return Admission::ready(Ok(Permit::bypass()));
         }
         let start = now.or_else(|| stats.map(|_| Instant::now()));
-        Admission::ready(Ok(
-            Permit::new(self, class, weight, start, stats).with_deadline(deadline)
-        ))
+        let tracked = self.core.classes[class].is_tracked();
+        Admission::ready(Ok(Permit::new(
+            self,
+            (class, tracked),
+            weight,
+            start,
+            stats,
+        )
+        .with_deadline(deadline)))
     }
 
     pub(crate) fn rejected(
