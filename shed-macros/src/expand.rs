@@ -205,7 +205,7 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
     let decision = match &args.tenant {
         Some(tenant) => quote!(#private::admit_for_tenant(&#policy, &(#tenant))),
         None => quote! {
-            match #private::try_admit(&#policy) {
+            match #private::try_admit(&#policy, #weight) {
                 ::core::result::Result::Ok(#permit) => break #admitted #permit,
                 ::core::result::Result::Err(#not_yet) => #private::admit_rest(&#policy, #not_yet),
             }

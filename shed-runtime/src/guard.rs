@@ -43,7 +43,7 @@ pub fn count_fallback(policy: &'static Policy) {
 // Always: on the fast path, inlined into every caller.
 #[inline(always)]
 pub fn admit(policy: &'static Policy) -> Decision {
-    match try_admit(policy) {
+    match try_admit(policy, policy.weight()) {
         Ok(permit) => Decision::Admitted(permit),
         Err(rest) => admit_rest(policy, rest),
     }
@@ -58,14 +58,19 @@ pub fn admit(policy: &'static Policy) -> Decision {
 /// outcomes, so that the guarded fn writes it once, where its body holds
 /// it, rather than into a [`Decision`] first and then copied out. Any
 /// other case is left to [`admit_rest`].
+///
+/// `weight` is the policy's, given as the literal the attribute read, so
+/// that the compiler folds it into the compare-and-swap (a `static`'s
+/// field is read at run time).
 #[doc(hidden)]
 // Always: on the fast path that is inlined into every `#[shed]` fn;
 // left to itself the compiler calls it out of line.
 #[inline(always)]
-pub fn try_admit(policy: &'static Policy) -> Result<Permit, NotYet> {
+pub fn try_admit(policy: &'static Policy, weight: u32) -> Result<Permit, NotYet> {
+    debug_assert_eq!(weight, policy.weight(), "the policy's own weight");
     let (held, deadline, in_context) = Held::current();
     if let (None, Some(class)) = (deadline, policy.stats.bound_class(held.id)) {
-        return match held.admit_at_once(class, u64::from(policy.weight()), &policy.stats) {
+        return match held.admit_at_once(class, u64::from(weight), &policy.stats) {
             Ok(permit) => Ok(permit),
             Err(NotAtOnce::NoRoom(held)) => Err(NotYet(Rest::NoRoom(held, class, in_context))),
             Err(NotAtOnce::Checks(held)) => Err(NotYet(Rest::Checks(held, class, in_context))),
