@@ -167,3 +167,47 @@ fn request(
         in_context,
     }
 }
+
+#[cfg(all(test, not(shed_loom)))]
+mod tests {
+    use super::*;
+    use crate::{Mode, Reason};
+
+    /// What the whole admission of `policy` decides, its permit's weight
+    /// if admitted (0: bypassed), else the refusal's reason.
+    fn decided(policy: &'static Policy) -> Result<u64, Reason> {
+        match admit(policy) {
+            Decision::Admitted(permit) => Ok(permit.weight()),
+            Decision::Refused(rejected) => Err(rejected.reason()),
+            Decision::Wait(_) => panic!("a free slot"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_fast_path_admits_only_while_the_mode_the_switch_and_the_controller_let_it() {
+        let limiter = Limiter::builder().capacity(4).build().unwrap();
+        let policy = Policy::leak("guard::gated", "optional", None, 1);
+        let inline = || try_admit(policy, 1).map(|permit| permit.weight()).ok();
+        let checks = async {
+            assert_eq!(decided(policy), Ok(1), "the class's index cached");
+            assert_eq!(inline(), Some(1));
+            limiter.set_mode(Mode::Off);
+            assert_eq!((inline(), decided(policy)), (None, Ok(0)), "bypassed");
+            limiter.set_mode(Mode::Enforce);
+            assert_eq!(inline(), Some(1));
+            limiter.set_class_enabled("optional", false).unwrap();
+            assert_eq!((inline(), decided(policy)), (None, Err(Reason::Disabled)));
+            limiter.set_class_enabled("optional", true).unwrap();
+            limiter
+                .set_class_admitted_fraction("optional", 0.0)
+                .unwrap();
+            assert_eq!((inline(), decided(policy)), (None, Err(Reason::Overload)));
+            limiter
+                .set_class_admitted_fraction("optional", 1.0)
+                .unwrap();
+            assert_eq!(inline(), Some(1));
+        };
+        limiter.scope(checks).await;
+        assert_eq!(limiter.in_flight(), 0);
+    }
+}

@@ -125,8 +125,21 @@ impl Core {
     // `#[shed]` fn; left to itself the compiler calls it out of line.
     #[inline(always)]
     pub(crate) fn try_acquire_in(&self, state: &ClassState, weight: u64) -> Option<u64> {
+        self.try_acquire_as(state, state.is_tracked(), weight)
+    }
+
+    /// [`Core::try_acquire_in`] by a caller that knows whether the class
+    /// is tracked (the fast path reads it from the class's gate).
+    // Always: as `try_acquire_in`.
+    #[inline(always)]
+    pub(crate) fn try_acquire_as(
+        &self,
+        state: &ClassState,
+        tracked: bool,
+        weight: u64,
+    ) -> Option<u64> {
         let capacity = self.word.capacity();
-        if state.try_take(weight, capacity, true) != ClassTake::Taken {
+        if state.try_take_as(tracked, weight, capacity, true) != ClassTake::Taken {
             return None;
         }
         match self.word.try_take_uncontended(weight, capacity) {
