@@ -138,6 +138,8 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
     let permit = ident("__shed_permit");
     let admission = ident("__shed_admission");
     let rejected = ident("__shed_rejected");
+    let admitted = label("'__shed_admitted");
+    let refused = label("'__shed_refused");
     // The crate path appears once, in a `use`: a wrong path is reported
     // once, on the path the user wrote.
     let krate = args
@@ -196,13 +198,27 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
         _ => quote!(return #refuse),
     };
     // With `tenant`, the admission is the tenant's (evaluated by reference,
-    // so no argument is moved); without, the task's tenant, if any.
-    let admit = match &args.tenant {
+    // so no argument is moved); without, the task's tenant, if any, and
+    // the common case is admitted inline, its permit apart from the
+    // `Decision` of the rest (see `try_admit`).
+    let not_yet = ident("__shed_not_yet");
+    let decision = match &args.tenant {
         Some(tenant) => quote!(#private::admit_for_tenant(&#policy, &(#tenant))),
-        None => quote!(#private::admit(&#policy)),
+        None => quote! {
+            match #private::try_admit(&#policy, #weight) {
+                ::core::result::Result::Ok(#permit) => break #admitted #permit,
+                ::core::result::Result::Err(#not_yet) => #private::admit_rest(&#policy, #not_yet),
+            }
+        },
     };
+    // The decision is matched, and let go of, before anything is awaited:
+    // a value alive across an await is kept in the fn's future, and the
+    // common case would then write the permit there and copy it out.
+    // Matched this way, it lives in registers and the permit is written
+    // once, where the body holds it. The refusal, on either way out, is
+    // answered once.
     let prelude = quote! {
-        let #permit = {
+        let #permit = #admitted: {
             #import
             #name_marker
             static #policy: #private::Policy = #private::Policy::#constructor(
@@ -211,14 +227,18 @@ fn rewrite(args: &Args, item: FnItem, fallback_args: Option<Vec<TokenStream>>) -
             #private::inventory::submit! {
                 #private::Registration(&#policy)
             }
-            match #admit {
-                #private::Decision::Admitted(#permit) => #permit,
-                #private::Decision::Refused(#rejected) => #on_refusal,
-                #private::Decision::Wait(#admission) => match #admission.await {
-                    ::core::result::Result::Ok(#permit) => #permit,
-                    ::core::result::Result::Err(#rejected) => #on_refusal,
-                },
-            }
+            let #rejected = #refused: {
+                let #admission = match #decision {
+                    #private::Decision::Admitted(#permit) => break #admitted #permit,
+                    #private::Decision::Refused(#rejected) => break #refused #rejected,
+                    #private::Decision::Wait(#admission) => #admission,
+                };
+                match #admission.await {
+                    ::core::result::Result::Ok(#permit) => break #admitted #permit,
+                    ::core::result::Result::Err(#rejected) => #rejected,
+                }
+            };
+            #on_refusal
         };
     };
     let group = if sig.asyncness.is_some() {
@@ -258,4 +278,9 @@ fn guard(body: &Body, prelude: &TokenStream) -> proc_macro2::Group {
 /// A name the expansion introduces, invisible to the user's code.
 fn ident(name: &str) -> syn::Ident {
     syn::Ident::new(name, Span::mixed_site())
+}
+
+/// A block label the expansion introduces, invisible to the user's code.
+fn label(name: &str) -> syn::Lifetime {
+    syn::Lifetime::new(name, Span::mixed_site())
 }

@@ -100,7 +100,7 @@ pub use tenant::{with_tenant, with_tenant_plan, Tenant, Tiers};
 /// Not public API: used by code that `#[shed]` generates.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::guard::{admit, count_fallback, Decision};
+    pub use crate::guard::{admit, admit_rest, count_fallback, try_admit, Decision, NotYet};
 
     /// [`admit`] as a call of tenant `key` (`#[shed(tenant = ...)]`).
     pub fn admit_for_tenant<K: core::hash::Hash + ?Sized>(

@@ -2,12 +2,12 @@
 //! under `cfg(shed_loom)` so the limiter's state machine can be model-checked.
 
 #[cfg(shed_loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 #[cfg(shed_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(not(shed_loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 #[cfg(not(shed_loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 

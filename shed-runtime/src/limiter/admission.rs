@@ -195,9 +195,11 @@ fn outcome(
             let granted = waiter.granted_at().expect("granted");
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.
+            let state = &held.core.classes[class];
+            let class = (class, state.is_tracked());
             let permit = Permit::new(held.clone(), class, waiter.weight, Some(granted), stats)
                 .with_deadline(waiter.deadline);
-            let counters = &held.core.classes[class].counters;
+            let counters = &state.counters;
             counters.record_queue_wait(waiter.arrived, granted);
             Ok(permit)
         }

@@ -2,9 +2,10 @@
 //! switch, the overload controller's admitted fraction, its counters.
 
 use super::counters::ClassCounters;
+use super::gate::Gate;
 use super::state::{ClassTake, ClassWord};
 use crate::class::ClassSpec;
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// One part per million: shares are stored as integers so the hot path
 /// computes a class's limit with one multiply and one divide.
@@ -26,9 +27,13 @@ pub(crate) struct ClassState {
     pub(crate) spec: ClassSpec,
     share_ppm: u64,
     tracked: bool,
-    pub(crate) enabled: AtomicBool,
+    /// The fast path's one look at the class: its switch, and copies of
+    /// the limiter's mode, of whether the controller holds it back and of
+    /// `tracked` (see `gate.rs`).
+    pub(crate) gate: Gate,
     /// The share of this class's calls the overload controller admits,
-    /// in parts per million, and the running sum that thins them evenly.
+    /// in parts per million, and the running sum that thins them evenly;
+    /// `gate` keeps a copy of whether it is below the full share.
     admit_fraction: AtomicU32,
     thinning: AtomicU64,
     /// Where tenant cohorts start in the admitted range: moved by an
@@ -54,7 +59,7 @@ impl ClassState {
     pub(crate) fn new(spec: ClassSpec, tracked: bool) -> Self {
         let share_ppm = ((spec.share_of_capacity() * PPM as f64).round() as u64).clamp(1, PPM);
         Self {
-            enabled: AtomicBool::new(spec.is_enabled()),
+            gate: Gate::new(spec.is_enabled(), tracked),
             admit_fraction: AtomicU32::new(FULL),
             thinning: AtomicU64::new(0),
             cohort_offset: AtomicU32::new(0),
@@ -80,12 +85,20 @@ impl ClassState {
 
     #[inline]
     pub(crate) fn is_enabled(&self) -> bool {
-        self.enabled.load(Ordering::Relaxed)
+        !self.gate.has(Gate::DISABLED)
+    }
+
+    /// Switches the class on or off (the gate's bit is the switch).
+    pub(crate) fn set_enabled(&self, enabled: bool) {
+        self.gate.set(Gate::DISABLED, !enabled);
     }
 
     pub(crate) fn set_admit_fraction(&self, ppm: u32) {
         let full = FULL;
-        let before = self.admit_fraction.swap(ppm.min(full), Ordering::Relaxed);
+        let before = self.admit_fraction.swap(ppm.min(full), Ordering::SeqCst);
+        self.gate.follow(Gate::HELD_BACK, || {
+            self.admit_fraction.load(Ordering::SeqCst) < full
+        });
         if before >= full && ppm < full {
             // A new episode: rotate the cohorts a little.
             let offset = self.cohort_offset.load(Ordering::Relaxed);
@@ -130,7 +143,22 @@ impl ClassState {
     // `#[shed]` fn; left to itself the compiler calls it out of line.
     #[inline(always)]
     pub(crate) fn try_take(&self, weight: u64, capacity: u64, yield_to_waiters: bool) -> ClassTake {
-        if self.tracked {
+        self.try_take_as(self.tracked, weight, capacity, yield_to_waiters)
+    }
+
+    /// [`ClassState::try_take`] by a caller that knows whether the class
+    /// is tracked (the fast path reads it from the gate).
+    // Always: as `try_take`.
+    #[inline(always)]
+    pub(crate) fn try_take_as(
+        &self,
+        tracked: bool,
+        weight: u64,
+        capacity: u64,
+        yield_to_waiters: bool,
+    ) -> ClassTake {
+        debug_assert_eq!(tracked, self.tracked);
+        if tracked {
             self.word
                 .try_take(weight, self.limit(capacity), yield_to_waiters)
         } else {
@@ -173,6 +201,7 @@ impl ClassState {
     }
 
     /// Whether this class can be held back by its own share.
+    #[inline]
     pub(crate) fn is_tracked(&self) -> bool {
         self.tracked
     }

@@ -125,8 +125,21 @@ impl Core {
     // `#[shed]` fn; left to itself the compiler calls it out of line.
     #[inline(always)]
     pub(crate) fn try_acquire_in(&self, state: &ClassState, weight: u64) -> Option<u64> {
+        self.try_acquire_as(state, state.is_tracked(), weight)
+    }
+
+    /// [`Core::try_acquire_in`] by a caller that knows whether the class
+    /// is tracked (the fast path reads it from the class's gate).
+    // Always: as `try_acquire_in`.
+    #[inline(always)]
+    pub(crate) fn try_acquire_as(
+        &self,
+        state: &ClassState,
+        tracked: bool,
+        weight: u64,
+    ) -> Option<u64> {
         let capacity = self.word.capacity();
-        if state.try_take(weight, capacity, true) != ClassTake::Taken {
+        if state.try_take_as(tracked, weight, capacity, true) != ClassTake::Taken {
             return None;
         }
         match self.word.try_take_uncontended(weight, capacity) {
@@ -311,6 +324,16 @@ impl Core {
         let class_waiters = self.classes[class].give_back(weight);
         if self.word.give_back(weight) || class_waiters {
             self.dispatch_after_release(now);
+        }
+    }
+
+    /// [`Core::release_at`] of a class without a word of its own and
+    /// without a clock read: one `fetch_sub` when nobody waits (the
+    /// permit's drop inlines it into every guarded fn).
+    #[inline(always)]
+    pub(crate) fn release_untracked(&self, weight: u64) {
+        if self.word.give_back(weight) {
+            self.dispatch_after_release(None);
         }
     }
 

@@ -422,9 +422,7 @@ fn loom_a_class_switched_off_never_keeps_a_call_that_queues_meanwhile() {
         let switch = {
             let core = core.clone();
             thread::spawn(move || {
-                core.classes[1]
-                    .enabled
-                    .store(false, crate::sync::Ordering::Relaxed);
+                core.classes[1].set_enabled(false);
                 core.refuse_class(1, crate::rejected::Reason::Disabled);
             })
         };
@@ -525,5 +523,55 @@ fn loom_a_learned_slot_has_one_owner_and_a_successor_starts_afresh() {
         assert_eq!(estimate.load(Ordering::SeqCst), 0);
         // A third limiter, after both, claims it afresh.
         limiter(3, 5)();
+    });
+}
+
+/// Two writers of a class's admitted fraction, one holding the class back
+/// and one letting all of it in: whichever stores last, the gate's copy
+/// ends up agreeing with the fraction (see `gate.rs`). Without the second
+/// read in `Gate::follow`, the copy can stay behind.
+#[test]
+fn loom_the_gate_copy_of_a_fraction_agrees_with_it_after_two_writers() {
+    loom::model(|| {
+        let class = Arc::new(ClassState::new(ClassSpec::new("optional", 1), false));
+        let writer = |ppm: u32| {
+            let class = class.clone();
+            thread::spawn(move || class.set_admit_fraction(ppm))
+        };
+        let (half, full) = (writer(super::class::FULL / 2), writer(super::class::FULL));
+        half.join().unwrap();
+        full.join().unwrap();
+        assert_eq!(
+            class.gate.has(super::gate::Gate::HELD_BACK),
+            !class.admits_everything()
+        );
+        assert_eq!(
+            class.gate.open() == super::gate::Open::Closed,
+            !class.admits_everything()
+        );
+    });
+}
+
+/// The same for a copy of a limiter-wide source (the mode): two writers
+/// store it and bring the gate up to date.
+#[test]
+fn loom_the_gate_copy_of_the_mode_agrees_with_it_after_two_writers() {
+    use super::gate::Gate;
+    use crate::sync::{AtomicU8, Ordering};
+    loom::model(|| {
+        let state = Arc::new((AtomicU8::new(0), Gate::new(true, false)));
+        let writer = |off: u8| {
+            let state = state.clone();
+            thread::spawn(move || {
+                let (mode, gate) = &*state;
+                mode.store(off, Ordering::SeqCst);
+                gate.follow(Gate::OFF, || mode.load(Ordering::SeqCst) == 1);
+            })
+        };
+        let (on, off) = (writer(0), writer(1));
+        on.join().unwrap();
+        off.join().unwrap();
+        let (mode, gate) = &*state;
+        assert_eq!(gate.has(Gate::OFF), mode.load(Ordering::SeqCst) == 1);
     });
 }

@@ -8,6 +8,7 @@ mod core;
 pub(crate) mod counters;
 pub mod discipline;
 mod fair;
+mod gate;
 pub(crate) mod heavy;
 mod learned;
 mod load;
@@ -38,6 +39,7 @@ pub(crate) use self::class::ClassState;
 use self::controller::Controller;
 use self::core::Core;
 use self::counters::AdmittedTotals;
+use self::gate::{Gate, Open};
 use self::learned::Learned;
 pub(crate) use self::state::MAX_CAPACITY;
 use self::window::Accumulator;
@@ -76,7 +78,9 @@ pub struct Limiter {
 pub(crate) struct Inner {
     pub(crate) id: u32,
     core: Core,
-    pub(crate) mode: AtomicU8,
+    /// Written by `Inner::set_mode` alone, which keeps the classes'
+    /// gates' copy of it.
+    mode: AtomicU8,
     default_service: Duration,
     /// A power of two: one fast-path admission in this many is timed.
     pub(crate) sample_mask: u64,
@@ -118,7 +122,8 @@ pub(crate) struct Held {
     /// `'static`, a scoped one is kept alive by `_owner`, whose allocation
     /// it points into (an `Arc`'s contents never move).
     inner: std::ptr::NonNull<Inner>,
-    /// Never read: held for its reference count.
+    /// Held for its reference count; read only for whether there is one
+    /// (a permit of the process-wide limiter has nothing to let go of).
     _owner: Option<Arc<Inner>>,
 }
 
@@ -172,7 +177,7 @@ impl Limiter {
     ) -> Self {
         let classes_len = classes.len();
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        Self {
+        let limiter = Self {
             inner: Arc::new(Inner {
                 id,
                 core: Core::new(capacity, classes, queue_bound, discipline),
@@ -186,7 +191,10 @@ impl Limiter {
                 auto,
                 warm_up: Default::default(),
             }),
-        }
+        };
+        // The classes' gates copy the mode.
+        limiter.inner.set_mode(mode);
+        limiter
     }
 
     /// The limiter a [`scope`](Limiter::scope) put in the call context.
@@ -283,7 +291,7 @@ impl Limiter {
 
     /// Changes the enforcement mode at run time.
     pub fn set_mode(&self, mode: Mode) {
-        self.inner.mode.store(mode.to_u8(), Ordering::Relaxed);
+        self.inner.set_mode(mode);
     }
 
     /// The configured classes, in configuration order.
@@ -299,9 +307,7 @@ impl Limiter {
             .inner
             .class_index(class)
             .ok_or_else(|| crate::UnknownClass::new(class, self.classes().map(|c| c.name())))?;
-        self.inner.core.classes[index]
-            .enabled
-            .store(enabled, crate::sync::Ordering::Relaxed);
+        self.inner.core.classes[index].set_enabled(enabled);
         if !enabled {
             self.inner.core.refuse_class(index, Reason::Disabled);
         }
@@ -335,6 +341,16 @@ impl Limiter {
 }
 
 impl Inner {
+    /// Stores the mode, then brings each class's gate up to date with it
+    /// (see `gate.rs`).
+    fn set_mode(&self, mode: Mode) {
+        self.mode.store(mode.to_u8(), Ordering::SeqCst);
+        let off = || self.mode.load(Ordering::SeqCst) == Mode::Off.to_u8();
+        for class in self.core.classes.iter() {
+            class.gate.follow(Gate::OFF, off);
+        }
+    }
+
     fn class_index(&self, name: &str) -> Option<usize> {
         self.core.classes.iter().position(|c| c.spec.name() == name)
     }
@@ -421,20 +437,27 @@ impl Held {
         stats: &'static PolicyStats,
     ) -> Result<Permit, NotAtOnce> {
         let state = &self.core.classes[class];
-        if self.mode.load(Ordering::Relaxed) == Mode::Off.to_u8()
-            || !state.is_enabled()
-            || !state.admits_everything()
-        {
-            return Err(NotAtOnce::Checks(self));
-        }
-        match self.core.try_acquire_in(state, weight) {
+        // The mode, the class's switch, the controller and the class's
+        // kind in one load (see `gate.rs`).
+        let tracked = match state.gate.open() {
+            Open::Untracked => false,
+            Open::Tracked => true,
+            Open::Closed => return Err(NotAtOnce::Checks(self)),
+        };
+        match self.core.try_acquire_as(state, tracked, weight) {
             Some(admitted) => {
                 // The sampled call is timed and tallies its tenant.
                 let start = (admitted & self.sample_mask == 0).then(|| {
                     self.tally_sampled(class);
                     Instant::now()
                 });
-                Ok(Permit::new(self, class, weight, start, Some(stats)))
+                Ok(Permit::new(
+                    self,
+                    (class, tracked),
+                    weight,
+                    start,
+                    Some(stats),
+                ))
             }
             None => Err(NotAtOnce::NoRoom(self)),
         }
@@ -540,7 +563,9 @@ impl Held {
                 None if stats.is_some() && admitted & held.sample_mask == 0 => Some(Instant::now()),
                 None => None,
             };
-            let permit = Permit::new(held, class, weight, start, stats).with_deadline(deadline);
+            let tracked = state.is_tracked();
+            let permit =
+                Permit::new(held, (class, tracked), weight, start, stats).with_deadline(deadline);
             return Admission::ready(Ok(permit));
         }
 
@@ -767,9 +792,15 @@ impl Held {
             return Admission::ready(Ok(Permit::bypass()));
         }
         let start = now.or_else(|| stats.map(|_| Instant::now()));
-        Admission::ready(Ok(
-            Permit::new(self, class, weight, start, stats).with_deadline(deadline)
-        ))
+        let tracked = self.core.classes[class].is_tracked();
+        Admission::ready(Ok(Permit::new(
+            self,
+            (class, tracked),
+            weight,
+            start,
+            stats,
+        )
+        .with_deadline(deadline)))
     }
 
     pub(crate) fn rejected(

@@ -1,5 +1,7 @@
 //! The slots an admitted call holds, given back when it is dropped.
 
+use std::mem::ManuallyDrop;
+
 use tokio::time::Instant;
 
 use super::Held;
@@ -10,7 +12,16 @@ use crate::policy::PolicyStats;
 /// call's future is dropped at any await point.
 #[must_use = "the slots are given back as soon as the permit is dropped"]
 pub struct Permit {
-    held: Option<Held>,
+    /// Let go of by `drop` alone (`release_slow`), so that the
+    /// permit's drop glue is its `drop`, small enough to be inlined.
+    held: ManuallyDrop<Option<Held>>,
+    /// Set when giving the slots back is one `fetch_sub` on the limiter's
+    /// word and nothing else: a limiter held without a reference count
+    /// (the process-wide one), a class without a word of its own, a call
+    /// neither timed nor under a deadline. Kept in step by every builder:
+    /// what it leaves out can only be added by `with_deadline`, and
+    /// `finish` and `mark_served` only take away.
+    quick: bool,
     class: usize,
     weight: u64,
     /// When the call started, if its service time is measured.
@@ -22,15 +33,23 @@ pub struct Permit {
 }
 
 impl Permit {
+    /// The permit of `weight` slots of `class` (`tracked`: whether the
+    /// class keeps a word of its own, read by the caller, who looked the
+    /// class up already) on `held`.
+    // Always: on the fast path that `guard::try_admit` inlines into every
+    // `#[shed]` fn; left to itself the compiler calls it out of line.
+    #[inline(always)]
     pub(crate) fn new(
         held: Held,
-        class: usize,
+        (class, tracked): (usize, bool),
         weight: u64,
         start: Option<Instant>,
         stats: Option<&'static PolicyStats>,
     ) -> Self {
+        let quick = start.is_none() && held._owner.is_none() && !tracked;
         Self {
-            held: Some(held),
+            held: ManuallyDrop::new(Some(held)),
+            quick,
             class,
             weight,
             start,
@@ -41,13 +60,15 @@ impl Permit {
 
     pub(crate) fn with_deadline(mut self, deadline: Option<Instant>) -> Self {
         self.deadline = deadline;
+        self.quick &= deadline.is_none();
         self
     }
 
     /// A permit that holds nothing (mode `off`).
     pub(crate) fn bypass() -> Self {
         Self {
-            held: None,
+            held: ManuallyDrop::new(None),
+            quick: false,
             class: 0,
             weight: 0,
             start: None,
@@ -61,7 +82,7 @@ impl Permit {
     /// the response end, such as the HTTP layer's response bodies).
     pub fn finish(mut self, latency: std::time::Duration, in_time: bool) {
         self.deadline = None;
-        if let Some(held) = &self.held {
+        if let Some(held) = &*self.held {
             held.core.classes[self.class]
                 .counters
                 .count_served(Some(latency), in_time);
@@ -74,7 +95,7 @@ impl Permit {
     /// a slow reader draining the body does not inflate the learned
     /// service time. The drop then records nothing more.
     pub fn mark_served(&mut self) {
-        if let (Some(held), Some(start)) = (&self.held, self.start.take()) {
+        if let (Some(held), Some(start)) = (&*self.held, self.start.take()) {
             let now = Instant::now();
             let took = now.saturating_duration_since(start);
             let in_flight = held.core.snapshot().in_flight;
@@ -98,30 +119,28 @@ impl std::fmt::Debug for Permit {
 }
 
 impl Drop for Permit {
-    /// Inline for the common case, a call neither timed nor under a
-    /// deadline: the slots go back with one `fetch_sub` (two for a class
-    /// with counters of its own). The rest is out of line.
-    #[inline]
+    /// Inline for the common case (see `quick`): the slots go back with
+    /// one `fetch_sub`. The rest is out of line.
+    // Always: the permit's drop glue is this fn alone (`held` is let go
+    // of here), which every guarded fn then inlines.
+    #[inline(always)]
     fn drop(&mut self) {
-        // By reference: the field's own drop lets a scoped limiter go.
-        let Some(held) = &self.held else {
-            return;
-        };
-        if self.start.is_none() && self.deadline.is_none() {
-            held.core.release_at(self.class, self.weight, None);
-        } else {
-            self.release_measured();
+        match &*self.held {
+            Some(held) if self.quick => held.core.release_untracked(self.weight),
+            _ => self.release_slow(),
         }
     }
 }
 
 impl Permit {
-    /// [`Permit::drop`] of a call that is timed or has a deadline: reads
-    /// the clock once for the release, the served-in-time count and the
-    /// service time.
+    /// [`Permit::drop`] of any permit but a quick one (its only caller):
+    /// gives the slots back, reading the clock once, for the release, the
+    /// served-in-time count and the service time, if the call is timed or
+    /// has a deadline; then lets go of the limiter.
     #[inline(never)]
-    fn release_measured(&mut self) {
-        let Some(held) = self.held.take() else {
+    fn release_slow(&mut self) {
+        // SAFETY: `drop` calls this once, and nothing uses the field after.
+        let Some(held) = (unsafe { ManuallyDrop::take(&mut self.held) }) else {
             return;
         };
         let measured = self.deadline.is_some() || self.start.is_some();
@@ -129,7 +148,8 @@ impl Permit {
         // Read before the release, recorded after it.
         let in_flight = self.start.map(|_| held.core.snapshot().in_flight);
         // The slots go back first: what follows calls into the metrics
-        // recorder, which is user code and may panic.
+        // recorder, which is user code and may panic (`held` is a local
+        // then, let go of while unwinding).
         held.core.release_at(self.class, self.weight, now);
         if let (Some(deadline), Some(now)) = (self.deadline, now) {
             held.core.classes[self.class]
@@ -164,5 +184,79 @@ fn record_service(
     // Not while unwinding: a recorder that panics again would abort.
     if !std::thread::panicking() {
         held.core.classes[class].counters.record_service(took);
+    }
+}
+
+#[cfg(all(test, not(shed_loom)))]
+mod tests {
+    use super::*;
+    use crate::{Limiter, Policy};
+
+    /// A limiter held as `#[shed]` holds the process-wide one, without a
+    /// reference count (`Held::global`): the only one whose permits can
+    /// be quick.
+    fn process_wide(capacity: u32) -> (&'static Limiter, Held) {
+        let limiter = Limiter::builder().capacity(capacity).build().unwrap();
+        let limiter: &'static Limiter = Box::leak(Box::new(limiter));
+        (limiter, Held::global(&limiter.inner))
+    }
+
+    /// What the guard's fast path admits `policy` with.
+    fn at_once(held: &Held, policy: &'static Policy) -> Permit {
+        let class = held.policy_class(policy).unwrap();
+        let permit = held.clone().admit_at_once(class, 1, &policy.stats);
+        permit.ok().expect("a free slot")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quick_release_gives_the_slot_to_the_call_waiting_for_it() {
+        let (limiter, held) = process_wide(1);
+        let permit = at_once(&held, Policy::leak("quick::first", "critical", None, 1));
+        assert!(
+            permit.quick,
+            "untimed, of the untracked class, process-wide"
+        );
+        let waiting = tokio::spawn(async move {
+            let permit = limiter.acquire("critical", 1, "quick::second").await;
+            permit.map(drop)
+        });
+        tokio::task::yield_now().await;
+        assert_eq!(held.core.queued().0, 1, "waits behind the quick permit");
+        drop(permit);
+        waiting.await.unwrap().expect("granted the slot given back");
+        assert_eq!(limiter.in_flight(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_untimed_calls_of_the_untracked_class_on_the_process_wide_limiter_are_quick() {
+        let (limiter, held) = process_wide(100);
+        let critical = Policy::leak("quick::critical", "critical", None, 1);
+        let mut permits = vec![at_once(
+            &held,
+            Policy::leak("quick::optional", "optional", None, 1),
+        )];
+        assert!(!permits[0].quick, "a class with a word of its own");
+        permits.push(
+            limiter
+                .acquire("critical", 1, "quick::scoped")
+                .await
+                .unwrap(),
+        );
+        assert!(!permits[1].quick, "a limiter held with a reference count");
+        // One admission in 64 (the default sampling) is timed.
+        while permits.last().unwrap().start.is_none() {
+            let permit = at_once(&held, critical);
+            assert!(permit.start.is_some() || permit.quick);
+            permits.push(permit);
+        }
+        assert!(!permits.last().unwrap().quick, "a timed call");
+        let class = held.policy_class(critical).unwrap();
+        assert!(held.core.try_acquire(class, 1).is_some());
+        let permit = Permit::new(held.clone(), (class, false), 1, None, None);
+        permits.push(permit.with_deadline(Some(Instant::now())));
+        assert!(!permits.last().unwrap().quick, "a call with a deadline");
+        assert_eq!(limiter.in_flight(), permits.len() as u64);
+        drop(permits);
+        assert_eq!(limiter.in_flight(), 0, "every kind gives its slot back");
     }
 }
