@@ -111,3 +111,19 @@ fn largest_capacity_with_churn() {
         ..Plan::new("largest_capacity_with_churn")
     });
 }
+
+/// The calls go to the process-wide limiter outside any call context, as
+/// `#[shed]` fns' do: the only limiter whose permits of an untimed call of
+/// a class without a word of its own (`critical` here) give their slots
+/// back inline, with one `fetch_sub` and no reference count.
+#[test]
+fn process_wide_inline_release() {
+    run(Plan {
+        process_wide: true,
+        // Fewer heavy calls than elsewhere, so that the light ones often
+        // find room at once.
+        workers: 8,
+        light_workers: 16,
+        ..Plan::new("process_wide_inline_release")
+    });
+}

@@ -50,6 +50,12 @@ pub struct Plan {
     pub runtime_threads: usize,
     /// The queue bound, in multiples of the capacity.
     pub queue_bound: u64,
+    /// Whether the calls go to the process-wide limiter (installed with
+    /// this plan's configuration), outside any call context, as a
+    /// `#[shed]` fn's do: the only limiter whose permits give their slots
+    /// back on the inline path (one `fetch_sub`, no reference count).
+    /// Only one scenario of the binary may set it.
+    pub process_wide: bool,
 }
 
 impl Plan {
@@ -68,6 +74,7 @@ impl Plan {
             floors: true,
             runtime_threads: 2,
             queue_bound: 4,
+            process_wide: false,
         }
     }
 }
@@ -125,6 +132,12 @@ fn build(plan: &Plan) -> Limiter {
             ));
         }
         config = config.adaptive_lifo(plan.lifo);
+        if plan.process_wide {
+            let installed = config
+                .install()
+                .expect("the process-wide limiter, installed once");
+            return installed.clone();
+        }
         match config.build() {
             Ok(limiter) => return limiter,
             Err(e) if capacity > 1 && e.to_string().contains("capacity") => capacity /= 2,
@@ -177,6 +190,7 @@ pub fn run(plan: Plan) {
         findings: Mutex::new(Vec::new()),
         switches: switches::Switches::new(),
         enforce_only: !plan.churn.modes,
+        process_wide: plan.process_wide,
         spawned: Mutex::new(Vec::new()),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -192,7 +206,12 @@ pub fn run(plan: Plan) {
                     .wrapping_mul(0x9E37_79B9_7F4A_7C15),
             );
             let light = i >= plan.workers;
-            rt.spawn(limiter.scope(workload::worker(Arc::clone(&shared), rng, light)))
+            let worker = workload::worker(Arc::clone(&shared), rng, light);
+            if plan.process_wide {
+                rt.spawn(worker)
+            } else {
+                rt.spawn(limiter.scope(worker))
+            }
         })
         .collect();
     let controller = {

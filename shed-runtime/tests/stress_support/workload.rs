@@ -51,6 +51,9 @@ pub struct Shared {
     /// Whether the mode stays `enforce`, so that no call of a class that
     /// is off may be admitted.
     pub enforce_only: bool,
+    /// Whether the calls go to the process-wide limiter outside any call
+    /// context (see `Plan::process_wide`).
+    pub process_wide: bool,
     /// Calls the controller started, awaited with the workers.
     pub spawned: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -205,7 +208,7 @@ struct Call {
 pub async fn worker(shared: Arc<Shared>, mut rng: Rng, light: bool) {
     while !shared.stop.load(Ordering::Relaxed) {
         let call = if light {
-            light_call(&mut rng)
+            light_call(&mut rng, &shared)
         } else {
             random_call(&mut rng, &shared)
         };
@@ -258,11 +261,21 @@ fn random_call(rng: &mut Rng, shared: &Shared) -> Call {
     }
 }
 
-fn light_call(rng: &mut Rng) -> Call {
+fn light_call(rng: &mut Rng, shared: &Shared) -> Call {
+    let class = if shared.process_wide && rng.bool() {
+        // The class whose calls are released inline, half the time.
+        "critical"
+    } else {
+        CLASSES[rng.usize(..CLASSES.len())]
+    };
     Call {
-        path: Path::Acquire {
-            class: CLASSES[rng.usize(..CLASSES.len())],
-            weight: 1,
+        // On the process-wide limiter, through the attribute's path: its
+        // untimed `critical` calls admitted at once are the ones released
+        // inline.
+        path: if shared.process_wide {
+            Path::Attribute(shared.policy(class, 1, false))
+        } else {
+            Path::Acquire { class, weight: 1 }
         },
         deadline: None,
         body: random_body(rng),
@@ -313,7 +326,11 @@ async fn run(shared: &Arc<Shared>, call: Call) {
         },
         Cancel::Abort(polls) => {
             // A spawned task does not inherit the task-local limiter.
-            let handle = tokio::spawn(shared.limiter.scope(attempt));
+            let handle = if shared.process_wide {
+                tokio::spawn(attempt)
+            } else {
+                tokio::spawn(shared.limiter.scope(attempt))
+            };
             yields(polls).await;
             handle.abort();
             match handle.await {
