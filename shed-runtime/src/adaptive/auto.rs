@@ -108,10 +108,11 @@ const COLD_QUEUE: f64 = 1.1;
 ///   product, it rises by a slot or a sixteenth (a restarted startup
 ///   whose first queue ends it), at once the first time, then only after
 ///   `probe_every`, twice and four times that many windows while the
-///   rises find nothing; a rise that finds more, a slowdown or a recovery
-///   starts over. A rise ends no lower than the highest limit without a
-///   queue on the way, and ends at once if the calls change speed.
-///   Below 0.9 of the product they grow as other calls do.
+///   rises find nothing; a rise that finds more goes on by twice its step
+///   (1, 2, 4... slots) and, as a slowdown or a recovery does, starts the
+///   pacing over. A rise ends no lower than the highest limit without a
+///   queue on the way, and ends at once if the calls change speed. Below
+///   0.9 of the product they grow as other calls do.
 /// - **Idle before the load.** A window that binds, lasted at least 1 s
 ///   and ten times its calls' latency, and whose calls would have filled
 ///   the limit for less than a quarter of it, began before the load came
@@ -679,8 +680,22 @@ impl Auto {
                 little.min(pooled)
             };
             self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
+            let last_limit = self.startup_last.map(|(l, _)| l);
             self.startup_last = Some((w.limit, rate));
             self.startup_stalls = 0;
+            // A rise of calls of one length that found more grows by
+            // twice its step, not twice the limit: it starts a slot from
+            // the product, where doubling put a whole pool of calls
+            // behind the workers (the real service's 16 connections rose
+            // from 15.4 to 16.4, found the sixteenth, and doubled to
+            // 32.7 slots for a window). Steps of 1, 2, 4... still find a
+            // pool that doubled within a few windows.
+            if let (true, Some(last), Some(d)) = (self.restarted, last_limit, self.no_load)
+                && self.of_one_length(w, d)
+                && w.limit > last
+            {
+                return w.limit + 2.0 * (w.limit - last);
+            }
             return w.limit * self.startup_gain;
         }
         // The limit grew, the throughput did not keep up (twice, for

@@ -529,3 +529,27 @@ fn a_slowdown_right_after_a_load_below_capacity_keeps_the_pool_busy() {
     );
     assert!(slow[5..].iter().all(|&l| l.round() >= 64.0), "{slow:?}");
 }
+
+#[test]
+fn a_rise_of_calls_of_one_length_that_finds_a_slot_grows_by_twice_its_step() {
+    // The real service (16 connections of 21 ms): held at 15.4 slots, a
+    // rise to 16.4 found the sixteenth connection, and the restarted
+    // startup then doubled the limit to 32.7, where 16 calls waited a
+    // whole query inside the pool for a window. Calls of one length
+    // rise by twice the step that found more instead: 18.4, where their
+    // queue ends the rise.
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 200, |l| pool_of_one_length(16.0, l));
+    let mut auto = Auto {
+        startup: true,
+        restarted: true,
+        rise_from: Some(15.4),
+        startup_last: Some((15.4, 15.4 / 0.020)),
+        ..auto
+    };
+    auto.startup_pool.add(&pool_of_one_length(16.0, 15.4));
+    let next = auto.next_limit(&pool_of_one_length(16.0, 16.4));
+    assert!((next - 18.4).abs() < 1e-9, "{next}");
+    let settled = auto.next_limit(&pool_of_one_length(16.0, next));
+    assert!((16.0..=16.5).contains(&settled), "{settled}");
+}
