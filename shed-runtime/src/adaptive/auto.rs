@@ -393,19 +393,7 @@ impl Auto {
     /// read, then judged as a probe, in startup or in the steady state.
     fn decide(&mut self, w: &Window) -> f64 {
         let latency = w.avg_latency.as_secs_f64().max(1e-9);
-        // Calls of one length that start together end together: a window
-        // that closes just after a batch of completions reads a rate its
-        // slots cannot sustain (a 16-connection database read 852 calls a
-        // second of its 760, which held the limit at 18). Little's law
-        // bounds what the window's slots complete at their latency, which
-        // such calls read exactly. (Not calls of varying length: right
-        // after a rise their window's mean is the short calls'.)
-        let rate = if self.calls_of_one_length() {
-            w.throughput()
-                .min(w.limit.max(w.max_in_flight as f64) / latency)
-        } else {
-            w.throughput()
-        };
+        let rate = w.throughput();
         let binds = w.limit_binds();
         // A window that binds, that lasted far longer than its calls, and
         // whose calls would have filled the limit for less than a quarter
