@@ -189,6 +189,10 @@ pub struct Auto {
     /// The windows of the cold start that rose which held calls of about
     /// one length, and those which did not.
     one_length_votes: (u32, u32),
+    /// The most slots the window before this one held (its limit, or the
+    /// calls in flight, if more): as many may be in flight at this
+    /// window's start.
+    window_before: f64,
     /// Whether the probe at half the limit waits for the end of the
     /// startup (a recovery of calls of one length, see `note_recovery`).
     probe_after_startup: bool,
@@ -224,6 +228,7 @@ impl Default for Auto {
             idle_rises: 0,
             rise_from: None,
             one_length_votes: (0, 0),
+            window_before: 0.0,
             probe_after_startup: false,
         }
     }
@@ -393,7 +398,24 @@ impl Auto {
     /// read, then judged as a probe, in startup or in the steady state.
     fn decide(&mut self, w: &Window) -> f64 {
         let latency = w.avg_latency.as_secs_f64().max(1e-9);
-        let rate = w.throughput();
+        // Calls of one length that start together end together: a window
+        // that closes just after a batch of completions reads a rate its
+        // slots cannot sustain (a 16-connection database read 852 calls a
+        // second of its 760, which held the limit at 18). Little's law
+        // bounds what the window's slots complete at their latency, which
+        // such calls read exactly; the slots are the most that were in
+        // flight in this window or the one before (after the limit fell,
+        // a window still completes the calls the higher limit admitted,
+        // and its own slots bounded 64 workers slowed to 200 ms at 197
+        // calls a second of 320). Not calls of varying length: right
+        // after a rise their window's mean is the short calls'.
+        let slots = w.limit.max(w.max_in_flight as f64);
+        let rate = if self.calls_of_one_length() {
+            w.throughput().min(slots.max(self.window_before) / latency)
+        } else {
+            w.throughput()
+        };
+        self.window_before = slots;
         let binds = w.limit_binds();
         // A window that binds, that lasted far longer than its calls, and
         // whose calls would have filled the limit for less than a quarter

@@ -553,3 +553,56 @@ fn a_rise_of_calls_of_one_length_that_finds_a_slot_grows_by_twice_its_step() {
     let settled = auto.next_limit(&pool_of_one_length(16.0, next));
     assert!((16.0..=16.5).contains(&settled), "{settled}");
 }
+
+#[test]
+fn a_batch_of_completions_does_not_raise_the_product_of_calls_of_one_length() {
+    // 16 workers of 20 ms held at 16 slots. One window closes just after
+    // a batch of completions and reads twice the 800 calls a second the
+    // slots can complete; then the limit is 20, and calls queue inside
+    // the pool. Read as it was, the batch looked like a recovery (twice
+    // the usual rate): a probe at half the limit, a no-load latency
+    // relearned at the queue's 25 ms, and the limit held at 20-25.
+    // Bounded by what 16 slots complete at 20 ms, the product stays 16
+    // and the queue goes.
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 200, |l| pool_of_one_length(16.0, l));
+    let calm = pool_of_one_length(16.0, 16.0);
+    let batch = Window {
+        finished: calm.finished * 2,
+        completed: calm.completed * 2,
+        ..calm
+    };
+    auto.next_limit(&batch);
+    let mut auto = Auto {
+        startup: false,
+        restarted: false,
+        ..auto
+    };
+    let limits = drive(&mut auto, 20.0, 5, |l| pool_of_one_length(16.0, l));
+    assert!(
+        limits.iter().any(|&l| l.round() <= 16.0),
+        "the queue at 20 slots goes: {limits:?}"
+    );
+}
+
+#[test]
+fn a_window_draining_a_higher_limit_keeps_its_throughput() {
+    // Little's bound on a window of calls of one length counts the calls
+    // in flight at its start too: after the limit fell from 32 to 16,
+    // the window still completes the calls the 32 slots admitted, at the
+    // pool's 800 a second. Bounded by its own 20 in flight at 40 ms (500
+    // a second), the usual rate fell to 710 (in the lab, 64 workers
+    // slowed to 200 ms read 197 calls a second of 320, and the next
+    // ordinary window then looked like a recovery).
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 200, |l| pool_of_one_length(16.0, l));
+    auto.next_limit(&pool_of_one_length(16.0, 32.0));
+    let draining = Window {
+        limit: 16.0,
+        max_in_flight: 20,
+        ..pool_of_one_length(16.0, 32.0)
+    };
+    auto.next_limit(&draining);
+    let usual = auto.binding_rate.unwrap();
+    assert!(usual >= 790.0, "{usual}");
+}
