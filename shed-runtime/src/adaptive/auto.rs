@@ -112,7 +112,10 @@ const COLD_QUEUE: f64 = 1.1;
 ///   (1, 2, 4... slots) and, as a slowdown or a recovery does, starts the
 ///   pacing over. A rise ends no lower than the highest limit without a
 ///   queue on the way, and ends at once if the calls change speed. Below
-///   0.9 of the product they grow as other calls do.
+///   0.9 of the product they grow as other calls do. A window's
+///   throughput counts no more than its slots (the most in flight in it
+///   or the window before) complete at its latency: such calls end in
+///   batches, and a window closing just after one reads more.
 /// - **Idle before the load.** A window that binds, lasted at least 1 s
 ///   and ten times its calls' latency, and whose calls would have filled
 ///   the limit for less than a quarter of it, began before the load came
@@ -562,9 +565,9 @@ impl Auto {
         // latency is stale. Calls whose own latency fell below it
         // show the new one at most that long (a queue only adds):
         // it is learned at once, and the limit is free to grow
-        // (below). Probing at half the limit first cost a 1,000-
-        // worker pool, held under its workers, two windows at half
-        // and 4 s to its capacity; now 2 s. Calls of one length
+        // (below). Probing at half the limit first held a 1,000-worker
+        // pool, already under its workers, at half for two windows: 4 s
+        // to its capacity instead of 2 s. Calls of one length
         // still take the probe at half, once the growth has ended:
         // the recovery's window mixes slow calls with fast ones,
         // and its mean (2.7 ms for 8 workers' 2 ms) would hold

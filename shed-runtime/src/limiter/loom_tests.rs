@@ -38,6 +38,12 @@ fn acquire(core: &Core) -> Result<(), Arc<Waiter>> {
     }
 }
 
+/// Gives `weight` slots of `class` back on another thread.
+fn release_elsewhere(core: &Arc<Core>, class: usize, weight: u64) -> thread::JoinHandle<()> {
+    let core = core.clone();
+    thread::spawn(move || core.release(class, weight))
+}
+
 fn assert_idle(core: &Core) {
     let s = core.snapshot();
     assert_eq!(s.in_flight, 0);
@@ -54,10 +60,7 @@ fn loom_release_never_loses_a_waiter() {
     loom::model(|| {
         let core = core(1, 1.0);
         assert!(core.try_acquire(0, 1).is_some());
-        let releaser = {
-            let core = core.clone();
-            thread::spawn(move || core.release(0, 1))
-        };
+        let releaser = release_elsewhere(&core, 0, 1);
         let outcome = acquire(&core);
         releaser.join().unwrap();
         if let Err(waiter) = outcome {
@@ -76,10 +79,7 @@ fn loom_cancel_racing_a_release_leaks_nothing() {
         assert!(core.try_acquire(0, 1).is_some());
         let waiter = Waiter::new(0, 1, Instant::now(), None, None, false);
         assert_eq!(core.enqueue_unwoken(&waiter), Status::Pending);
-        let releaser = {
-            let core = core.clone();
-            thread::spawn(move || core.release(0, 1))
-        };
+        let releaser = release_elsewhere(&core, 0, 1);
         core.abandon(&waiter);
         releaser.join().unwrap();
         assert_idle(&core);
@@ -130,10 +130,7 @@ fn loom_the_task_a_waiter_leaves_under_the_lock_is_the_one_its_grant_wakes() {
     loom::model(|| {
         let core = core(1, 1.0);
         assert!(core.try_acquire(0, 1).is_some());
-        let releaser = {
-            let core = core.clone();
-            thread::spawn(move || core.release(0, 1))
-        };
+        let releaser = release_elsewhere(&core, 0, 1);
         let (first, first_task) = task();
         let (second, second_task) = task();
         let waiter = Waiter::new(0, 1, Instant::now(), None, None, false);
@@ -260,10 +257,7 @@ fn loom_an_undone_class_take_never_strands_a_waiter_of_that_class() {
             thread::spawn(move || core.try_acquire(1, 1).is_some())
         };
         // ...while critical gives a slot back...
-        let releaser = {
-            let core = core.clone();
-            thread::spawn(move || core.release(0, 1))
-        };
+        let releaser = release_elsewhere(&core, 0, 1);
         // ...and another batch call queues.
         let outcome = acquire_as(&core, 1, 1);
         let fast_admitted = fast.join().unwrap();
@@ -291,10 +285,7 @@ fn loom_a_waiter_held_by_its_share_is_woken_by_its_class_release() {
         let queued = acquire_as(&core, 1, 1).expect_err("batch is at its share");
         // Critical calls take the free slots on the fast path, while batch
         // gives one back.
-        let releaser = {
-            let core = core.clone();
-            thread::spawn(move || core.release(1, 1))
-        };
+        let releaser = release_elsewhere(&core, 1, 1);
         let critical = core.try_acquire(0, 1).is_some();
         releaser.join().unwrap();
         assert_not_stranded(&core, &queued);
@@ -320,10 +311,7 @@ fn loom_an_arrival_held_by_its_share_and_the_capacity_releases_the_flag() {
         let core = two_classes(2, 0.5, 0);
         assert!(core.try_acquire(1, 1).is_some());
         assert!(core.try_acquire(0, 1).is_some());
-        let releaser = {
-            let core = core.clone();
-            thread::spawn(move || core.release(0, 1))
-        };
+        let releaser = release_elsewhere(&core, 0, 1);
         let queued = acquire_as(&core, 1, 1).expect_err("batch is at its share");
         releaser.join().unwrap();
         assert_eq!(queued.status(), Status::Pending);
@@ -377,10 +365,7 @@ fn loom_a_cancel_during_dispatch_with_floors_and_weights_leaks_nothing() {
         assert!(core.try_acquire(0, 3).is_some());
         let critical = acquire_as(&core, 0, 2).expect_err("full");
         let batch = acquire_as(&core, 1, 1).expect_err("full");
-        let releaser = {
-            let core = core.clone();
-            thread::spawn(move || core.release(0, 3))
-        };
+        let releaser = release_elsewhere(&core, 0, 3);
         core.abandon(&batch);
         releaser.join().unwrap();
         // The floor serves batch first when it is still there; critical
@@ -471,10 +456,7 @@ fn loom_a_cancel_in_one_lane_racing_a_release_strands_no_other_lane() {
         let (first, second) = (tagged(1), tagged(2));
         assert_eq!(core.enqueue_unwoken(&first), Status::Pending);
         assert_eq!(core.enqueue_unwoken(&second), Status::Pending);
-        let releaser = {
-            let core = core.clone();
-            thread::spawn(move || core.release(0, 1))
-        };
+        let releaser = release_elsewhere(&core, 0, 1);
         core.abandon(&first);
         releaser.join().unwrap();
         // The slot went to `second`, or to `first` and straight back.

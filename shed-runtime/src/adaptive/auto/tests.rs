@@ -18,6 +18,19 @@ fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
     }
 }
 
+/// A window recorded from a trace: `calls` finished and measured over
+/// `elapsed_ms`, with their mean and shortest latency, at `limit` while
+/// calls waited for slots.
+fn recorded(
+    (limit, calls, elapsed_ms, latency_ms, shortest_ms): (f64, u64, f64, f64, f64),
+) -> Window {
+    Window {
+        elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+        min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
+        ..window(latency_ms, limit, calls, true)
+    }
+}
+
 /// A pool of `workers` serving calls of 10 ms, at `limit`, overloaded.
 fn pool(workers: f64, limit: f64) -> Window {
     let throughput = limit.min(workers) / 0.010; // per second
@@ -394,12 +407,8 @@ fn one_window_past_the_pool_does_not_unmake_calls_of_one_length() {
         (20.0, 26, 42.8, 21.0, 20.8),
         (20.0, 28, 21.4, 27.8, 20.8),
     ];
-    for (limit, calls, elapsed_ms, latency_ms, shortest_ms) in cold {
-        auto.next_limit(&Window {
-            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
-            min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
-            ..window(latency_ms, limit, calls, true)
-        });
+    for row in cold {
+        auto.next_limit(&recorded(row));
     }
     assert!(auto.calls_of_one_length());
     let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
@@ -424,12 +433,8 @@ fn a_cold_start_of_calls_of_one_length_ends_when_they_queue() {
         (20.0, 20, 21.4, 26.5, 21.2),
     ];
     let mut limits = Vec::new();
-    for (limit, calls, elapsed_ms, latency_ms, shortest_ms) in cold {
-        limits.push(auto.next_limit(&Window {
-            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
-            min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
-            ..window(latency_ms, limit, calls, true)
-        }));
+    for row in cold {
+        limits.push(auto.next_limit(&recorded(row)));
         if !auto.in_startup() {
             break;
         }
@@ -455,13 +460,11 @@ fn a_startup_without_a_full_window_ends_at_the_limit_the_throughput_followed() {
         (8.0, 12, 2343.0, 1242.9, 562.0),
     ];
     let mut limits = Vec::new();
-    for (limit, finished, elapsed_ms, latency_ms, shortest_ms) in cold {
+    for row in cold {
+        // A dozen of the calls finished were measured.
         limits.push(auto.next_limit(&Window {
             completed: 12,
-            finished,
-            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
-            min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
-            ..window(latency_ms, limit, 12, true)
+            ..recorded(row)
         }));
     }
     assert!(!auto.in_startup(), "{limits:?}");
