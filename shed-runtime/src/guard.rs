@@ -70,11 +70,9 @@ pub fn try_admit(policy: &'static Policy, weight: u32) -> Result<Permit, NotYet>
     debug_assert_eq!(weight, policy.weight(), "the policy's own weight");
     let (held, deadline, in_context) = Held::current();
     if let (None, Some(class)) = (deadline, policy.stats.bound_class(held.id)) {
-        return match held.admit_at_once(class, u64::from(weight), &policy.stats) {
-            Ok(permit) => Ok(permit),
-            Err(NotAtOnce::NoRoom(held)) => Err(NotYet(Rest::NoRoom(held, class, in_context))),
-            Err(NotAtOnce::Checks(held)) => Err(NotYet(Rest::Checks(held, class, in_context))),
-        };
+        return held
+            .admit_at_once(class, u64::from(weight), &policy.stats)
+            .map_err(|not| NotYet(Rest::after(not, class, in_context)));
     }
     Err(NotYet(Rest::All(held, deadline, in_context)))
 }
@@ -95,6 +93,17 @@ enum Rest {
     All(Held, Option<Instant>, bool),
 }
 
+impl Rest {
+    /// What the fast path of a call of `class` left to do.
+    #[inline(always)]
+    fn after(not: NotAtOnce, class: usize, in_context: bool) -> Self {
+        match not {
+            NotAtOnce::NoRoom(held) => Rest::NoRoom(held, class, in_context),
+            NotAtOnce::Checks(held) => Rest::Checks(held, class, in_context),
+        }
+    }
+}
+
 /// Not public API: the admission [`try_admit`] did not make, decided
 /// out of line (the waiting half of [`Held::decide`], or all of it).
 #[doc(hidden)]
@@ -110,17 +119,6 @@ pub fn admit_rest(policy: &'static Policy, rest: NotYet) -> Decision {
         Rest::All(held, deadline, in_context) => {
             admit_after_fast_path(held, deadline, in_context, policy)
         }
-    }
-}
-
-/// The fast path of a call without a deadline: admitted at once, or on to
-/// the waiting half or the checks of [`Held::decide`].
-#[inline(always)]
-fn at_once(held: Held, class: usize, policy: &'static Policy, in_context: bool) -> Decision {
-    match held.admit_at_once(class, u64::from(policy.weight()), &policy.stats) {
-        Ok(permit) => Decision::Admitted(permit),
-        Err(NotAtOnce::NoRoom(held)) => held.wait_after_fast_path(class, policy, in_context),
-        Err(NotAtOnce::Checks(held)) => checks_first(held, class, policy, in_context),
     }
 }
 
@@ -144,7 +142,12 @@ fn admit_after_fast_path(
 ) -> Decision {
     let class = held.policy_class(policy);
     match (class, deadline) {
-        (Ok(class), None) => at_once(held, class, policy, in_context),
+        (Ok(class), None) => {
+            match held.admit_at_once(class, u64::from(policy.weight()), &policy.stats) {
+                Ok(permit) => Decision::Admitted(permit),
+                Err(not) => admit_rest(policy, NotYet(Rest::after(not, class, in_context))),
+            }
+        }
         _ => Held::decision(request(held, class, policy, in_context), deadline),
     }
 }
