@@ -44,6 +44,9 @@ const ONE_LENGTH: f64 = 0.8;
 /// length, that count as a queue: half a call (a window's mean of calls
 /// of one length is exact to far less).
 const QUEUED_CALLS: f64 = 0.5;
+/// The share of the pooled rate per slot at which every slot of a
+/// startup window counts as busy without a queue.
+const FOLLOWED: f64 = 0.9;
 /// A cold-start window's mean latency over the no-load one that shows
 /// calls of one length queueing inside the service.
 const COLD_QUEUE: f64 = 1.1;
@@ -52,7 +55,10 @@ const COLD_QUEUE: f64 = 1.1;
 /// from what its completions show, with no latency target to pick.
 ///
 /// - **Startup.** From a small limit, multiply it by `startup_gain` every
-///   window (of at least 12 calls) in which the limit binds, as long as the
+///   window (of at least 12 calls) in which the limit binds (by its square
+///   for a window that took two round trips or more to gather its calls,
+///   once the window before rose and every slot still completes calls at
+///   the rate the rises showed, without a queue), as long as the
 ///   throughput rises with it (by at least a quarter of the limit's rise,
 ///   judged against the rate per slot of all the startup windows that
 ///   rose, not the last one alone). When it stops rising
@@ -653,6 +659,7 @@ impl Auto {
         // A queue alone does not end the startup: with a few dozen calls
         // of varying length a window's mean is noisy, and a 1,000-worker
         // pool read as queueing at 32 slots stays there.
+        let per_slot_before = self.startup_pool.per_slot();
         if grew && !one_length_queue {
             if self.restarted {
                 // More concurrency found.
@@ -721,7 +728,23 @@ impl Auto {
             {
                 return w.limit + 2.0 * (w.limit - last);
             }
-            return w.limit * self.startup_gain;
+            // A cold-start window that needed whole round trips more to
+            // gather its calls grows by a round trip's gain for each, up
+            // to two, once a rise was followed in full: no queue, and
+            // every slot completing calls at the pooled rate. At 2 slots
+            // a window of 12 calls lasts six round trips: 1,000 workers
+            // of 200 ms took 3.4 s to find, doubling once a window.
+            let followed_in_full = |d: f64| {
+                latency <= QUEUE_SHOWS * d
+                    && per_slot_before.is_some_and(|p| rate >= FOLLOWED * p * w.limit)
+            };
+            let rounds = match (self.restarted, last_limit, self.no_load) {
+                (false, Some(_), Some(d)) if followed_in_full(d) => {
+                    (w.elapsed.as_secs_f64() / d).round().clamp(1.0, 2.0)
+                }
+                _ => 1.0,
+            };
+            return w.limit * self.startup_gain.powf(rounds);
         }
         // The limit grew, the throughput did not keep up (twice, for
         // one window's rate is noisy, or once with a queue): the service's

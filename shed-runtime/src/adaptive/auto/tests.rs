@@ -609,3 +609,43 @@ fn a_window_draining_a_higher_limit_keeps_its_throughput() {
     let usual = auto.binding_rate.unwrap();
     assert!(usual >= 790.0, "{usual}");
 }
+
+#[test]
+fn a_cold_start_window_that_took_round_trips_to_fill_grows_by_each_once_a_rise_was_followed() {
+    // A pool of 1,000 workers of 200 ms (exponential) from a limit of 2:
+    // a window needs 12 calls, which take six round trips at 2 slots and
+    // three at 4. Doubling once a window held it there for 3.4 s.
+    let mut auto = Auto::default();
+    assert_eq!(
+        auto.next_limit(&recorded((2.0, 12, 1200.0, 200.0, 20.0))),
+        4.0
+    );
+    // Every slot completed a call per 200 ms, as at 2, without a queue:
+    // two round trips' gain.
+    assert_eq!(
+        auto.next_limit(&recorded((4.0, 12, 600.0, 200.0, 20.0))),
+        16.0
+    );
+    // A window of one round trip grows by one.
+    assert_eq!(
+        auto.next_limit(&recorded((16.0, 16, 200.0, 200.0, 20.0))),
+        32.0
+    );
+}
+
+#[test]
+fn a_rise_that_the_throughput_followed_only_in_part_grows_by_one_round_trip() {
+    // A pool of 2 workers of 200 ms: at 4 slots a dozen exponential calls
+    // read 13 a second of the 10 it does (the rise seems to pay, but not
+    // every slot completes at the rate of those at 2), and the mean hides
+    // the queue. Four times would put 14 calls behind the workers.
+    let mut auto = Auto::default();
+    assert_eq!(
+        auto.next_limit(&recorded((2.0, 12, 1200.0, 200.0, 20.0))),
+        4.0
+    );
+    assert_eq!(
+        auto.next_limit(&recorded((4.0, 12, 923.0, 200.0, 20.0))),
+        8.0
+    );
+}
