@@ -39,3 +39,33 @@ fn the_steady_column_judges_a_load_below_capacity_outside_the_slowdown() {
     let above = run_cell(shape, 3.0, Contender::Tower, 0..1);
     assert_eq!(above.steady_pct, None, "only below capacity");
 }
+
+/// `shed informed`: the reference of what a shape allows.
+#[test]
+fn informed_shed_is_told_the_shape_and_refuses_nothing_below_capacity() {
+    let shape = &SHAPES[6];
+    assert_eq!(shape.name(), "fifo-4x1ms-exp-20x");
+    let s = scenario(shape, Contender::Informed, 0);
+    assert!(s.limiter.pinned);
+    assert_eq!(s.limiter.capacity, 4, "the workers");
+    let budget = s.traffic[0].max_wait.as_ref().map(|d| d.0);
+    assert_eq!(
+        budget,
+        Some(std::time::Duration::from_millis(19)),
+        "timeout less the service time"
+    );
+    assert_eq!(
+        s.limiter.queue_bound,
+        Some(76),
+        "what 19 ms at 4,000 calls a second drains"
+    );
+    assert!(s.limiter.lifo);
+
+    let cell = run_cell(shape, 0.8, Contender::Informed, 0..2);
+    let (worst, mean) = (cell.steady_pct.unwrap(), cell.steady_mean_pct.unwrap());
+    assert!(worst >= 99.0, "nothing throttled below capacity: {cell:?}");
+    assert!(
+        mean >= worst && cell.goodput_mean_pct >= cell.goodput_pct,
+        "{cell:?}"
+    );
+}
