@@ -75,6 +75,9 @@ const COLD_QUEUE: f64 = 1.1;
 ///   for the product, or the highest limit the throughput followed if it
 ///   failed to follow the last one over two windows or more. A queue alone
 ///   does not end it.
+/// - **Below capacity.** A window closing with no call waiting for a slot
+///   neither shrinks the limit nor ends a startup, whatever its latency
+///   or throughput: those then show the load, not the service.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
 ///   bandwidth-delay product (at most by half; until a window of 32 calls
@@ -746,6 +749,14 @@ impl Auto {
             };
             return w.limit * self.startup_gain.powf(rounds);
         }
+        // A throughput that did not keep up while no call waited for a
+        // slot shows the load, not the service: below capacity, ending
+        // here put the limit at the load's product, and its bursts then
+        // waited in the limiter's queue (a tenth of them past the budget,
+        // for 4 workers of 1 ms at 0.8 load).
+        if !w.waiting {
+            return w.limit;
+        }
         // The limit grew, the throughput did not keep up (twice, for
         // one window's rate is noisy, or once with a queue): the service's
         // concurrency was reached. It is the highest throughput times
@@ -858,6 +869,14 @@ impl Auto {
                 self.stale_latency = f64::INFINITY;
                 self.idle_rises = 0;
             }
+            return w.limit;
+        }
+        if queueing && !w.waiting {
+            // A queue inside the service while no call waits for a slot
+            // is the load's own burstiness below capacity (4 workers of
+            // 1 ms at 0.8 load queue half a call on average): a lower
+            // limit would only move it into the limiter's queue, whose
+            // budget refused one call in twenty there.
             return w.limit;
         }
         if queueing {

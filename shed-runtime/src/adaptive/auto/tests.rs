@@ -649,3 +649,48 @@ fn a_rise_that_the_throughput_followed_only_in_part_grows_by_one_round_trip() {
         8.0
     );
 }
+
+/// 4 workers of 1 ms at 0.8 load behind `limit` slots: bursts reach the
+/// limit now and then, the service queues half a call on average, and no
+/// call waits for a slot when the window closes.
+fn below_capacity(limit: f64) -> Window {
+    Window {
+        max_in_flight: limit as u64,
+        waiting: false,
+        ..window(1.75, limit, 320, true)
+    }
+}
+
+#[test]
+fn a_queue_inside_the_service_that_no_caller_waits_behind_keeps_the_limit() {
+    // The product at this load is 3.2 slots: shrinking to it put 4
+    // workers behind 3.8 slots, and the bursts waited in the limiter's
+    // queue, past its 3 ms budget one call in twenty.
+    let mut auto = steady(0.001, 3200.0, 3200.0);
+    assert_eq!(auto.next_limit(&below_capacity(12.0)), 12.0);
+    // With callers waiting for slots the same queue is the limit's doing.
+    let overloaded = Window {
+        waiting: true,
+        ..below_capacity(12.0)
+    };
+    assert!(auto.next_limit(&overloaded) < 12.0);
+}
+
+#[test]
+fn a_startup_whose_throughput_stops_following_while_no_caller_waits_goes_on() {
+    // Restarted from the steady state below capacity: the load, not the
+    // service, stopped the throughput. Ending here set the limit to the
+    // load's product.
+    let mut auto = steady(0.001, 3200.0, 3200.0);
+    auto.startup = true;
+    auto.restarted = true;
+    auto.startup_last = Some((6.0, 3200.0));
+    auto.startup_pool.add(&Window {
+        finished: 320,
+        ..window(1.0, 6.0, 320, true)
+    });
+    for _ in 0..4 {
+        assert_eq!(auto.next_limit(&below_capacity(12.0)), 12.0);
+        assert!(auto.in_startup());
+    }
+}
