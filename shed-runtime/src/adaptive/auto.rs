@@ -470,10 +470,19 @@ impl Auto {
         if !idle_before {
             self.any_rates.push(rate);
         }
-        // The no-load latency only comes down here, a little at a time
-        // (one window's mean is noisy); it goes up only when it is shown to
-        // be stale (below).
-        if !self.startup && self.no_load.is_none_or(|d| latency < d) {
+        // The no-load latency only comes down here, a little at a time,
+        // and only for a mean below it by more than its noise (two
+        // standard errors of calls of exponential length; calls of one
+        // length read their mean exactly): the lowest of
+        // a stream of noisy means read 1 ms calls as 0.7 ms, whose product
+        // then held 4 workers at 0.8 load behind 2.9 slots. It goes up
+        // only when it is shown to be stale (below).
+        let noise = if self.calls_of_one_length() {
+            0.0
+        } else {
+            2.0 / (w.completed.max(1) as f64).sqrt()
+        };
+        if !self.startup && self.no_load.is_none_or(|d| latency < d * (1.0 - noise)) {
             self.learn_no_load(latency, 0.3);
         }
 

@@ -694,3 +694,15 @@ fn a_startup_whose_throughput_stops_following_while_no_caller_waits_goes_on() {
         assert!(auto.in_startup());
     }
 }
+
+#[test]
+fn the_no_load_latency_comes_down_only_for_a_mean_below_its_noise() {
+    // 100 calls of exponential length read their mean within a tenth or
+    // so: 0.85 ms says nothing against 1 ms, 0.7 ms does.
+    let mut auto = steady(0.001, 3200.0, 3200.0);
+    auto.next_limit(&window(0.85, 12.0, 100, false));
+    assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(1)));
+    auto.next_limit(&window(0.7, 12.0, 100, false));
+    let no_load = auto.no_load_latency().unwrap().as_secs_f64();
+    assert!((no_load - 0.00091).abs() < 1e-6, "{no_load}");
+}
