@@ -502,6 +502,7 @@ impl AdaptiveLimit {
         if let Some(auto) = &limiter.inner.auto {
             auto.disable();
         }
+        limiter.time_every_wait();
         let limit = f64::from(
             self.initial
                 .unwrap_or(limiter.capacity())

@@ -193,11 +193,21 @@ fn outcome(
             // The dispatcher's clock: its grant is when the slots became
             // the call's.
             let granted = waiter.granted_at().expect("granted");
+            // Timed from its grant if a controller needs every waited
+            // call measured, if it has a deadline (its release reads the
+            // clock anyway), else one in `sample_mask + 1` by its place in
+            // the queue, as the fast path samples by admission.
+            let timed = waiter.deadline.is_some()
+                || held
+                    .times_every_wait
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                || waiter.seq() & held.sample_mask == 0;
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.
             let state = &held.core.classes[class];
             let class = (class, state.is_tracked());
-            let permit = Permit::new(held.clone(), class, waiter.weight, Some(granted), stats)
+            let start = timed.then_some(granted);
+            let permit = Permit::new(held.clone(), class, waiter.weight, start, stats)
                 .with_deadline(waiter.deadline);
             let counters = &state.counters;
             counters.record_queue_wait(waiter.arrived, granted);
@@ -304,5 +314,47 @@ mod tests {
         let woken = |t: &Task| t.0.load(Ordering::SeqCst);
         assert_eq!((woken(&first_task), woken(&second_task)), (0, 1));
         assert!(matches!(poll(&second), Poll::Ready(Ok(_))));
+    }
+
+    /// Whether each of `calls` calls that waited for `limiter`'s one slot
+    /// (released by the call before) was timed.
+    async fn timed_waits(limiter: &crate::Limiter, calls: usize) -> Vec<bool> {
+        limiter.set_capacity(1);
+        let mut held = limiter.acquire("critical", 1, "held").await.unwrap();
+        let mut timed = Vec::new();
+        for _ in 0..calls {
+            let mut waiting = Box::pin(limiter.acquire("critical", 1, "waiting"));
+            let pending = waiting
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()));
+            assert!(pending.is_pending(), "queued behind the held slot");
+            drop(held);
+            held = waiting.await.unwrap();
+            timed.push(held.is_timed());
+        }
+        timed
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waited_calls_are_all_timed_only_while_a_controller_reads_the_window() {
+        let fixed = crate::Limiter::builder().capacity(1).build().unwrap();
+        let timed = timed_waits(&fixed, 65).await;
+        let sampled: Vec<usize> = (0..65).filter(|&i| timed[i]).collect();
+        assert_eq!(sampled, [0, 64], "one in 64, as on the fast path");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let under_deadline = crate::with_deadline(deadline, timed_waits(&fixed, 3)).await;
+        assert_eq!(
+            under_deadline, [true; 3],
+            "their release reads the clock anyway"
+        );
+        // The adaptive default: every one (its windows need them).
+        let adaptive = crate::Limiter::builder().build().unwrap();
+        assert_eq!(timed_waits(&adaptive, 3).await, [true; 3]);
+        fixed.time_every_wait();
+        assert_eq!(
+            timed_waits(&fixed, 3).await,
+            [true; 3],
+            "a spawned AdaptiveLimit"
+        );
     }
 }

@@ -25,7 +25,7 @@ mod window;
 mod loom_tests;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -84,6 +84,12 @@ pub(crate) struct Inner {
     default_service: Duration,
     /// A power of two: one fast-path admission in this many is timed.
     pub(crate) sample_mask: u64,
+    /// Whether every call that waited is timed: while a controller reads
+    /// the measurement window (the adaptive default, or a spawned
+    /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit)), whose windows
+    /// close only after as many measured completions as the limit (see
+    /// `Auto`); else one in `sample_mask + 1`, as on the fast path.
+    pub(crate) times_every_wait: AtomicBool,
     totals: AdmittedTotals,
     /// The adaptive limit's window of measured completions.
     window: Accumulator,
@@ -184,6 +190,7 @@ impl Limiter {
                 mode: AtomicU8::new(mode.to_u8()),
                 default_service,
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
+                times_every_wait: AtomicBool::new(auto.is_some()),
                 totals: AdmittedTotals::new(classes_len),
                 window: Default::default(),
                 learned: Learned::new(id),
@@ -204,6 +211,12 @@ impl Limiter {
             .downcast::<Inner>()
             .unwrap_or_else(|_| unreachable!("only Limiter::scope sets the scoped limiter"));
         Limiter { inner }
+    }
+
+    /// Times every call that waited from now on: a controller reads the
+    /// measurement window (see `Inner::times_every_wait`).
+    pub(crate) fn time_every_wait(&self) {
+        self.inner.times_every_wait.store(true, Ordering::Relaxed);
     }
 
     /// Marks this limiter as the process-wide one, which keeps what it
