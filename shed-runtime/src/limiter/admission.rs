@@ -254,10 +254,12 @@ impl Future for Admission {
                 if status != Status::Pending {
                     return Poll::Ready(wait.outcome(status));
                 }
+                let Some((until, reason)) = wait.waiter.gives_up else {
+                    return Poll::Pending;
+                };
                 // SAFETY: this future owns the waiter, and polls its timer
                 // only here, through `&mut self` (see `wait_timer`).
-                if unsafe { wait.waiter.timer.poll(cx) }.is_ready() {
-                    let (_, reason) = wait.waiter.gives_up.expect("a timer implies a budget");
+                if unsafe { wait.waiter.timer.poll(cx, until) }.is_ready() {
                     let status = wait.held.core.expire(&wait.waiter, reason);
                     return Poll::Ready(wait.outcome(status));
                 }

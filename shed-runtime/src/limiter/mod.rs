@@ -688,7 +688,7 @@ impl Held {
                 gives_up = (last_start, Reason::Deadline);
             }
         }
-        if tokio::runtime::Handle::try_current().is_err() {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // Waiting needs tokio's timer, which panics outside a runtime:
             // refuse instead, before anything is queued.
             return held
@@ -703,7 +703,7 @@ impl Held {
                     deadline,
                 )
                 .into_decision();
-        }
+        };
         // The caller's attempt and tenant, in one lookup of its context;
         // outside any context, a first attempt without a tenant or a plan
         // (`Caller::OUTSIDE`), without building one.
@@ -731,7 +731,7 @@ impl Held {
             tenant,
         };
         // Queued when first polled, with the task to wake (see `Admission`).
-        let waiter = wait_timer::new_waiter(call, gives_up.0);
+        let waiter = wait_timer::new_waiter(call, gives_up.0, runtime.id());
         // Built in place in the decision the guarded fn awaits.
         Decision::Wait(Admission::waiting(held, waiter, name, expected, stats))
     }
