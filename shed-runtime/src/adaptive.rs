@@ -502,7 +502,7 @@ impl AdaptiveLimit {
         if let Some(auto) = &limiter.inner.auto {
             auto.disable();
         }
-        limiter.time_every_wait();
+        limiter.read_by_adaptive_limit();
         let limit = f64::from(
             self.initial
                 .unwrap_or(limiter.capacity())

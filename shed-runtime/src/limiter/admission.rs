@@ -193,14 +193,16 @@ fn outcome(
             // The dispatcher's clock: its grant is when the slots became
             // the call's.
             let granted = waiter.granted_at().expect("granted");
-            // Timed from its grant if a controller needs every waited
-            // call measured, if it has a deadline (its release reads the
-            // clock anyway), else one in `sample_mask + 1` by its place in
-            // the queue, as the fast path samples by admission.
+            // Timed from its grant if it has a deadline (its release reads
+            // the clock anyway) or an adaptive limit may read the
+            // measurements (see `Inner::window_readers`), else one in
+            // `sample_mask + 1` by its place in the queue, as the fast
+            // path samples by admission.
             let timed = waiter.deadline.is_some()
                 || held
-                    .times_every_wait
+                    .window_readers
                     .load(std::sync::atomic::Ordering::Relaxed)
+                    != 0
                 || waiter.seq() & held.sample_mask == 0;
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.
@@ -319,9 +321,10 @@ mod tests {
     }
 
     /// Whether each of `calls` calls that waited for `limiter`'s one slot
-    /// (released by the call before) was timed.
+    /// (released by the call before) was timed. The slot is set with the
+    /// controllers' knob, which pins nothing.
     async fn timed_waits(limiter: &crate::Limiter, calls: usize) -> Vec<bool> {
-        limiter.set_capacity(1);
+        limiter.inner.set_limit(1);
         let mut held = limiter.acquire("critical", 1, "held").await.unwrap();
         let mut timed = Vec::new();
         for _ in 0..calls {
@@ -338,7 +341,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn waited_calls_are_all_timed_only_while_a_controller_reads_the_window() {
+    async fn waited_calls_are_all_timed_only_while_an_adaptive_limit_may_read_them() {
         let fixed = crate::Limiter::builder().capacity(1).build().unwrap();
         let timed = timed_waits(&fixed, 65).await;
         let sampled: Vec<usize> = (0..65).filter(|&i| timed[i]).collect();
@@ -349,14 +352,24 @@ mod tests {
             under_deadline, [true; 3],
             "their release reads the clock anyway"
         );
-        // The adaptive default: every one (its windows need them).
-        let adaptive = crate::Limiter::builder().build().unwrap();
-        assert_eq!(timed_waits(&adaptive, 3).await, [true; 3]);
-        fixed.time_every_wait();
+        fixed.read_by_adaptive_limit();
         assert_eq!(
             timed_waits(&fixed, 3).await,
             [true; 3],
             "a spawned AdaptiveLimit"
+        );
+        // The adaptive default: every one (its windows need them), until
+        // the application pins the capacity, which stops it for good.
+        let adaptive = crate::Limiter::builder().build().unwrap();
+        assert_eq!(timed_waits(&adaptive, 3).await, [true; 3]);
+        adaptive.set_capacity(1);
+        assert_eq!(
+            timed_waits(&adaptive, 64)
+                .await
+                .iter()
+                .filter(|&&t| t)
+                .count(),
+            1
         );
     }
 }

@@ -25,7 +25,7 @@ mod window;
 mod loom_tests;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -84,12 +84,14 @@ pub(crate) struct Inner {
     default_service: Duration,
     /// A power of two: one fast-path admission in this many is timed.
     pub(crate) sample_mask: u64,
-    /// Whether every call that waited is timed: while a controller reads
-    /// the measurement window (the adaptive default, or a spawned
-    /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit)), whose windows
+    /// Which controllers may read the measurement window, whose windows
     /// close only after as many measured completions as the limit (see
-    /// `Auto`); else one in `sample_mask + 1`, as on the fast path.
-    pub(crate) times_every_wait: AtomicBool,
+    /// `Auto`): [`READ_BY_AUTO`] until the application pins the capacity,
+    /// [`READ_BY_LIMIT`] once a spawned
+    /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit) controls the
+    /// limiter. While any may, every call that waited is timed; else one
+    /// in `sample_mask + 1`, as on the fast path.
+    pub(crate) window_readers: AtomicU8,
     totals: AdmittedTotals,
     /// The adaptive limit's window of measured completions.
     window: Accumulator,
@@ -103,6 +105,12 @@ pub(crate) struct Inner {
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+/// `Inner::window_readers`: the adaptive default, which stops for good
+/// when the application pins the capacity.
+pub(crate) const READ_BY_AUTO: u8 = 1;
+/// `Inner::window_readers`: a spawned adaptive limit.
+pub(crate) const READ_BY_LIMIT: u8 = 2;
 
 impl std::fmt::Debug for Limiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -190,7 +198,7 @@ impl Limiter {
                 mode: AtomicU8::new(mode.to_u8()),
                 default_service,
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
-                times_every_wait: AtomicBool::new(auto.is_some()),
+                window_readers: AtomicU8::new(if auto.is_some() { READ_BY_AUTO } else { 0 }),
                 totals: AdmittedTotals::new(classes_len),
                 window: Default::default(),
                 learned: Learned::new(id),
@@ -213,10 +221,12 @@ impl Limiter {
         Limiter { inner }
     }
 
-    /// Times every call that waited from now on: a controller reads the
-    /// measurement window (see `Inner::times_every_wait`).
-    pub(crate) fn time_every_wait(&self) {
-        self.inner.times_every_wait.store(true, Ordering::Relaxed);
+    /// Notes that a spawned adaptive limit reads the measurement window
+    /// from now on (see `Inner::window_readers`).
+    pub(crate) fn read_by_adaptive_limit(&self) {
+        self.inner
+            .window_readers
+            .fetch_or(READ_BY_LIMIT, Ordering::Relaxed);
     }
 
     /// Marks this limiter as the process-wide one, which keeps what it
@@ -287,6 +297,9 @@ impl Limiter {
         if let Some(auto) = &self.inner.auto {
             auto.disable();
         }
+        self.inner
+            .window_readers
+            .fetch_and(!READ_BY_AUTO, Ordering::Relaxed);
         self.inner
             .warm_up
             .pin(&self.inner, u64::from(capacity.max(1)));
