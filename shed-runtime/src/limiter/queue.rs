@@ -389,7 +389,7 @@ impl WaitQueue {
     /// overtaken on the way in; it is then placed by its arrival, keeping
     /// each lane sorted (which the searches rely on).
     ///
-    /// With `apart` (the caller serves the queue without the
+    /// With `apart` (the caller serves the queue without floors or the
     /// standing-queue controls), the first waiter of an empty queue is
     /// kept apart from the bands while it stays alone (see
     /// `WaitQueue::apart`) if its band would hold it in its one lane of
