@@ -90,7 +90,8 @@ pub(crate) struct Inner {
     /// [`READ_BY_LIMIT`] once a spawned
     /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit) controls the
     /// limiter. While any may, every call that waited is timed; else one
-    /// in `sample_mask + 1`, as on the fast path.
+    /// in `sample_mask + 1`, as on the fast path. Relaxed: a change seen
+    /// late only times a call more or fewer.
     pub(crate) window_readers: AtomicU8,
     totals: AdmittedTotals,
     /// The adaptive limit's window of measured completions.
