@@ -17,8 +17,10 @@
 //! timer keeps the waker of the task that last waited on it until the
 //! next wait's poll replaces it, and may fire meanwhile: it then wakes
 //! that task once, spuriously (allowed of any waker). So a thread keeps
-//! one timer entry in its runtime's wheel, and at most one task's waker,
-//! for as long as it keeps its spare.
+//! one timer entry in its runtime's wheel, at most one task's waker, and
+//! a handle to the runtime that made the timer (its drivers included,
+//! after the runtime itself is dropped), for as long as it keeps its
+//! spare: until its next wait in another runtime, or its exit.
 //!
 //! # Safety of the timer slot
 //!
