@@ -502,6 +502,7 @@ impl AdaptiveLimit {
         if let Some(auto) = &limiter.inner.auto {
             auto.disable();
         }
+        limiter.read_by_adaptive_limit();
         let limit = f64::from(
             self.initial
                 .unwrap_or(limiter.capacity())

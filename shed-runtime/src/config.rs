@@ -200,9 +200,12 @@ impl Config {
     }
 
     /// Measure the service time of about one admitted call in `n` (rounded
-    /// up to a power of two) among those that neither waited nor carry a
-    /// deadline; those are always measured. Default 64; 1 measures every
-    /// call.
+    /// up to a power of two) among those without a deadline; those with
+    /// one are always measured, and so are those that waited while an
+    /// adaptive limit may read the measurements (the default's, until the
+    /// capacity is pinned, or a spawned
+    /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit)). Default 64; 1
+    /// measures every call.
     pub fn service_time_sampling(mut self, n: u32) -> Self {
         self.sample_every = n.max(1);
         self

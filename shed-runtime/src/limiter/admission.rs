@@ -193,11 +193,23 @@ fn outcome(
             // The dispatcher's clock: its grant is when the slots became
             // the call's.
             let granted = waiter.granted_at().expect("granted");
+            // Timed from its grant if it has a deadline (its release reads
+            // the clock anyway) or an adaptive limit may read the
+            // measurements (see `Inner::window_readers`), else one in
+            // `sample_mask + 1` by its place in the queue, as the fast
+            // path samples by admission.
+            let timed = waiter.deadline.is_some()
+                || held
+                    .window_readers
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    != 0
+                || waiter.seq() & held.sample_mask == 0;
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.
             let state = &held.core.classes[class];
             let class = (class, state.is_tracked());
-            let permit = Permit::new(held.clone(), class, waiter.weight, Some(granted), stats)
+            let start = timed.then_some(granted);
+            let permit = Permit::new(held.clone(), class, waiter.weight, start, stats)
                 .with_deadline(waiter.deadline);
             let counters = &state.counters;
             counters.record_queue_wait(waiter.arrived, granted);
@@ -244,10 +256,12 @@ impl Future for Admission {
                 if status != Status::Pending {
                     return Poll::Ready(wait.outcome(status));
                 }
+                let Some((until, reason)) = wait.waiter.gives_up else {
+                    return Poll::Pending;
+                };
                 // SAFETY: this future owns the waiter, and polls its timer
                 // only here, through `&mut self` (see `wait_timer`).
-                if unsafe { wait.waiter.timer.poll(cx) }.is_ready() {
-                    let (_, reason) = wait.waiter.gives_up.expect("a timer implies a budget");
+                if unsafe { wait.waiter.timer.poll(cx, until) }.is_ready() {
                     let status = wait.held.core.expire(&wait.waiter, reason);
                     return Poll::Ready(wait.outcome(status));
                 }
@@ -304,5 +318,58 @@ mod tests {
         let woken = |t: &Task| t.0.load(Ordering::SeqCst);
         assert_eq!((woken(&first_task), woken(&second_task)), (0, 1));
         assert!(matches!(poll(&second), Poll::Ready(Ok(_))));
+    }
+
+    /// Whether each of `calls` calls that waited for `limiter`'s one slot
+    /// (released by the call before) was timed. The slot is set with the
+    /// controllers' knob, which pins nothing.
+    async fn timed_waits(limiter: &crate::Limiter, calls: usize) -> Vec<bool> {
+        limiter.inner.set_limit(1);
+        let mut held = limiter.acquire("critical", 1, "held").await.unwrap();
+        let mut timed = Vec::new();
+        for _ in 0..calls {
+            let mut waiting = Box::pin(limiter.acquire("critical", 1, "waiting"));
+            let pending = waiting
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()));
+            assert!(pending.is_pending(), "queued behind the held slot");
+            drop(held);
+            held = waiting.await.unwrap();
+            timed.push(held.is_timed());
+        }
+        timed
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waited_calls_are_all_timed_only_while_an_adaptive_limit_may_read_them() {
+        let fixed = crate::Limiter::builder().capacity(1).build().unwrap();
+        let timed = timed_waits(&fixed, 65).await;
+        let sampled: Vec<usize> = (0..65).filter(|&i| timed[i]).collect();
+        assert_eq!(sampled, [0, 64], "one in 64, as on the fast path");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let under_deadline = crate::with_deadline(deadline, timed_waits(&fixed, 3)).await;
+        assert_eq!(
+            under_deadline, [true; 3],
+            "their release reads the clock anyway"
+        );
+        fixed.read_by_adaptive_limit();
+        assert_eq!(
+            timed_waits(&fixed, 3).await,
+            [true; 3],
+            "a spawned AdaptiveLimit"
+        );
+        // The adaptive default: every one (its windows need them), until
+        // the application pins the capacity, which stops it for good.
+        let adaptive = crate::Limiter::builder().build().unwrap();
+        assert_eq!(timed_waits(&adaptive, 3).await, [true; 3]);
+        adaptive.set_capacity(1);
+        assert_eq!(
+            timed_waits(&adaptive, 64)
+                .await
+                .iter()
+                .filter(|&&t| t)
+                .count(),
+            1
+        );
     }
 }

@@ -224,18 +224,25 @@ impl Core {
         // as things are (the common case fits: no pass over the classes
         // and lanes).
         let fits = queue.queued_weight() + waiter.weight <= self.queue_bound;
-        if !fits
-            && waiter.weight
-                > self.queue_bound.saturating_sub(
-                    queue.queued_weight() - queue.evictable_by(rank_of, rank, waiter),
-                )
-        {
-            // Even evicting everybody it may would not make room: refuse
-            // without evicting anybody.
-            self.refuse_overflow(queue, waiter, Reason::QueueFull);
-            return waiter.status();
+        if !fits {
+            // What it may evict is in the bands.
+            queue.spill();
+            let evictable = queue.evictable_by(rank_of, rank, waiter);
+            if waiter.weight
+                > self
+                    .queue_bound
+                    .saturating_sub(queue.queued_weight() - evictable)
+            {
+                // Even evicting everybody it may would not make room:
+                // refuse without evicting anybody.
+                self.refuse_overflow(queue, waiter, Reason::QueueFull);
+                return waiter.status();
+            }
         }
-        queue.push(Arc::clone(waiter));
+        // Kept apart from the bands while it waits alone, where the
+        // dispatch serves it without its passes (see `dispatch_apart`).
+        let apart = !self.floors && self.discipline.watches().is_none();
+        queue.push(Arc::clone(waiter), apart);
         if queue.class_flag_changes(waiter.class, true) {
             state.set_waiters(true);
         }
@@ -429,6 +436,11 @@ impl Core {
             queue.global_flag = true;
             self.word.set_waiters(true);
         }
+        if let Some(granted) = self.dispatch_apart(queue, &mut now) {
+            return granted;
+        }
+        // Whatever follows reads the bands.
+        queue.spill();
         if let Some(codel) = self.discipline.watches() {
             let now = now.get();
             if self.piling_up_behind_old_waiter(queue, codel, now) {
@@ -546,6 +558,39 @@ impl Core {
             }
             // As the loop: nobody else waits, and only a waiter that the
             // capacity holds back keeps the limiter's flag set.
+            Grant::NoClassRoom => {
+                self.settle_flags(queue, false);
+                None
+            }
+            Grant::NoGlobalRoom => {
+                self.settle_flags(queue, true);
+                None
+            }
+        })
+    }
+
+    /// [`Core::dispatch_lone`] of the waiter kept apart from the bands
+    /// (see `WaitQueue::apart`), if there is one: it waits alone, in arrival
+    /// order, and the queue was built without floors or the
+    /// standing-queue controls. `None` when there is none, or when it
+    /// must leave the queue unserved: the general loop then deals with
+    /// it, from its band.
+    #[inline(always)]
+    fn dispatch_apart(&self, queue: &mut WaitQueue, now: &mut LazyNow) -> Option<Option<Waker>> {
+        let waiter = queue.apart()?;
+        let state = &self.classes[waiter.class];
+        if self.refusal_at_dispatch(state, waiter, now).is_some() {
+            return None;
+        }
+        Some(match self.try_grant(state, waiter) {
+            Grant::Granted => {
+                let waiter = queue.take_apart();
+                let task = waiter.grant_quietly(now.get());
+                self.tally(&waiter, true);
+                self.settle_flags(queue, false);
+                task
+            }
+            // As in `dispatch_lone`.
             Grant::NoClassRoom => {
                 self.settle_flags(queue, false);
                 None

@@ -84,6 +84,15 @@ pub(crate) struct Inner {
     default_service: Duration,
     /// A power of two: one fast-path admission in this many is timed.
     pub(crate) sample_mask: u64,
+    /// Which controllers may read the measurement window, whose windows
+    /// close only after as many measured completions as the limit (see
+    /// `Auto`): [`READ_BY_AUTO`] until the application pins the capacity,
+    /// [`READ_BY_LIMIT`] once a spawned
+    /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit) controls the
+    /// limiter. While any may, every call that waited is timed; else one
+    /// in `sample_mask + 1`, as on the fast path. Relaxed: a change seen
+    /// late only times a call more or fewer.
+    pub(crate) window_readers: AtomicU8,
     totals: AdmittedTotals,
     /// The adaptive limit's window of measured completions.
     window: Accumulator,
@@ -97,6 +106,12 @@ pub(crate) struct Inner {
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+/// `Inner::window_readers`: the adaptive default, which stops for good
+/// when the application pins the capacity.
+pub(crate) const READ_BY_AUTO: u8 = 1;
+/// `Inner::window_readers`: a spawned adaptive limit.
+pub(crate) const READ_BY_LIMIT: u8 = 2;
 
 impl std::fmt::Debug for Limiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -184,6 +199,7 @@ impl Limiter {
                 mode: AtomicU8::new(mode.to_u8()),
                 default_service,
                 sample_mask: u64::from(sample_every.max(1).next_power_of_two()) - 1,
+                window_readers: AtomicU8::new(if auto.is_some() { READ_BY_AUTO } else { 0 }),
                 totals: AdmittedTotals::new(classes_len),
                 window: Default::default(),
                 learned: Learned::new(id),
@@ -204,6 +220,14 @@ impl Limiter {
             .downcast::<Inner>()
             .unwrap_or_else(|_| unreachable!("only Limiter::scope sets the scoped limiter"));
         Limiter { inner }
+    }
+
+    /// Notes that a spawned adaptive limit reads the measurement window
+    /// from now on (see `Inner::window_readers`).
+    pub(crate) fn read_by_adaptive_limit(&self) {
+        self.inner
+            .window_readers
+            .fetch_or(READ_BY_LIMIT, Ordering::Relaxed);
     }
 
     /// Marks this limiter as the process-wide one, which keeps what it
@@ -274,6 +298,9 @@ impl Limiter {
         if let Some(auto) = &self.inner.auto {
             auto.disable();
         }
+        self.inner
+            .window_readers
+            .fetch_and(!READ_BY_AUTO, Ordering::Relaxed);
         self.inner
             .warm_up
             .pin(&self.inner, u64::from(capacity.max(1)));
@@ -675,7 +702,7 @@ impl Held {
                 gives_up = (last_start, Reason::Deadline);
             }
         }
-        if tokio::runtime::Handle::try_current().is_err() {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             // Waiting needs tokio's timer, which panics outside a runtime:
             // refuse instead, before anything is queued.
             return held
@@ -690,7 +717,7 @@ impl Held {
                     deadline,
                 )
                 .into_decision();
-        }
+        };
         // The caller's attempt and tenant, in one lookup of its context;
         // outside any context, a first attempt without a tenant or a plan
         // (`Caller::OUTSIDE`), without building one.
@@ -718,7 +745,7 @@ impl Held {
             tenant,
         };
         // Queued when first polled, with the task to wake (see `Admission`).
-        let waiter = wait_timer::new_waiter(call, gives_up.0);
+        let waiter = wait_timer::new_waiter(call, gives_up.0, runtime.id());
         // Built in place in the decision the guarded fn awaits.
         Decision::Wait(Admission::waiting(held, waiter, name, expected, stats))
     }

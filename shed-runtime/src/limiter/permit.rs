@@ -107,6 +107,12 @@ impl Permit {
     pub fn weight(&self) -> u64 {
         self.weight
     }
+
+    /// Whether the call's service time is measured (the tests' look).
+    #[cfg(test)]
+    pub(crate) fn is_timed(&self) -> bool {
+        self.start.is_some()
+    }
 }
 
 impl std::fmt::Debug for Permit {

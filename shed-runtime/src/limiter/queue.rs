@@ -345,6 +345,15 @@ pub(crate) struct WaitQueue {
     class_flags: Vec<bool>,
     /// The limiter's waiters flag as last set.
     pub(crate) global_flag: bool,
+    /// The one waiter of a queue that holds no other, kept apart from its
+    /// class's bands (see [`WaitQueue::push`]): a brief overload queues
+    /// one call at a time, and queueing it, serving it or taking it out
+    /// then moves a pointer rather than walking the class's bands and
+    /// lanes. Counted as any waiter is (`len`, `queued_weight`, its
+    /// class's `len` and `weight`); moved into its band
+    /// ([`WaitQueue::spill`]) before anything looks at the bands, which
+    /// then hold every waiter as if it had been pushed there.
+    apart: Option<Arc<Waiter>>,
 }
 
 impl WaitQueue {
@@ -358,6 +367,7 @@ impl WaitQueue {
             len: 0,
             next_seq: 0,
             global_flag: false,
+            apart: None,
         }
     }
 
@@ -378,16 +388,63 @@ impl WaitQueue {
     /// Arrival times are read before the lock is taken, so a caller can be
     /// overtaken on the way in; it is then placed by its arrival, keeping
     /// each lane sorted (which the searches rely on).
+    ///
+    /// With `apart` (the caller serves the queue without floors or the
+    /// standing-queue controls), the first waiter of an empty queue is
+    /// kept apart from the bands while it stays alone (see
+    /// `WaitQueue::apart`) if its band would hold it in its one lane of
+    /// arrival order and keep no history for it: it has no tenant, and no
+    /// tenant has waited in its band.
     #[inline]
-    pub(crate) fn push(&mut self, waiter: Arc<Waiter>) {
+    pub(crate) fn push(&mut self, waiter: Arc<Waiter>, apart: bool) {
         self.queued_weight += waiter.weight;
         self.len += 1;
         waiter.set_seq(self.next_seq);
         self.next_seq += 1;
-        let queue = &mut self.per_class[waiter.class];
+        let (class, band) = (waiter.class, band_of(&waiter));
+        let queue = &mut self.per_class[class];
         queue.len += 1;
         queue.weight += waiter.weight;
-        queue.band(band_of(&waiter)).push(waiter);
+        if apart
+            && self.len == 1
+            && waiter.tenant.key.is_none()
+            && queue.bands.get(band).is_none_or(FairBand::anonymous_only)
+        {
+            self.apart = Some(waiter);
+            return;
+        }
+        // The waiter apart came first: it goes in first.
+        self.spill();
+        self.per_class[class].band(band).push(waiter);
+    }
+
+    /// Moves the waiter kept apart, if any, into its band: where
+    /// [`WaitQueue::push`] would have put it (nothing else was queued
+    /// since, so its band is as it was).
+    #[inline]
+    pub(crate) fn spill(&mut self) {
+        if let Some(waiter) = self.apart.take() {
+            let band = band_of(&waiter);
+            self.per_class[waiter.class].band(band).push(waiter);
+        }
+    }
+
+    /// The waiter kept apart (the only one queued), if any.
+    #[inline]
+    pub(crate) fn apart(&self) -> Option<&Arc<Waiter>> {
+        self.apart.as_ref()
+    }
+
+    /// Removes the waiter kept apart.
+    ///
+    /// # Panics
+    ///
+    /// If there is none (the caller saw it under the same lock).
+    #[inline]
+    pub(crate) fn take_apart(&mut self) -> Arc<Waiter> {
+        let waiter = self.apart.take().expect("a waiter kept apart");
+        self.forget(&waiter);
+        waiter
     }
 
     /// Whether `class` has queued waiters.
@@ -407,6 +464,7 @@ impl WaitQueue {
         rank: u32,
         arrival: &Waiter,
     ) -> u64 {
+        debug_assert!(self.apart.is_none(), "spilled before the bands are read");
         let below: u64 = (0..self.per_class.len())
             .filter(|&c| rank_of(c) > rank)
             .map(|c| self.per_class[c].weight)
@@ -429,6 +487,7 @@ impl WaitQueue {
 
     /// How many waiters of `class` arrived after `since`.
     pub(crate) fn arrived_after(&self, class: usize, since: Instant) -> usize {
+        debug_assert!(self.apart.is_none(), "spilled before the bands are read");
         self.per_class[class]
             .bands
             .iter()
@@ -438,11 +497,13 @@ impl WaitQueue {
 
     /// The oldest waiter of `class`, in any band.
     pub(crate) fn head(&self, class: usize) -> Option<&Arc<Waiter>> {
+        debug_assert!(self.apart.is_none(), "spilled before the bands are read");
         self.per_class[class].oldest().map(|(_, waiter)| waiter)
     }
 
     /// Removes the oldest waiter of `class`.
     pub(crate) fn pop_head(&mut self, class: usize) -> Option<Arc<Waiter>> {
+        self.spill();
         let queue = &mut self.per_class[class];
         let (band, _) = queue.oldest()?;
         let waiter = queue.bands[band].pop_oldest()?;
@@ -457,6 +518,7 @@ impl WaitQueue {
     /// reach it without going through the band's turns.
     #[inline]
     pub(crate) fn lone_lane(&self, class: usize) -> Option<usize> {
+        debug_assert!(self.apart.is_none(), "spilled before the bands are read");
         let queue = &self.per_class[class];
         queue
             .served()
@@ -468,6 +530,7 @@ impl WaitQueue {
     #[inline]
     pub(crate) fn lone_waiter(&self) -> Option<(usize, usize)> {
         debug_assert_eq!(self.len, 1);
+        debug_assert!(self.apart.is_none(), "spilled before the bands are read");
         let class = self.per_class.iter().position(|q| !q.is_empty())?;
         Some((class, self.lone_lane(class)?))
     }
@@ -493,6 +556,7 @@ impl WaitQueue {
     /// waiters, the lane whose turn it is, at `end`.
     #[inline]
     pub(crate) fn peek(&self, class: usize, end: End) -> Option<&Arc<Waiter>> {
+        debug_assert!(self.apart.is_none(), "spilled before the bands are read");
         let queue = &self.per_class[class];
         queue.bands[queue.served()?].peek(end)
     }
@@ -539,6 +603,7 @@ impl WaitQueue {
         rank: u32,
         arrival: &Waiter,
     ) -> Option<Arc<Waiter>> {
+        self.spill();
         let lower = self
             .by_rank
             .iter()
@@ -569,6 +634,14 @@ impl WaitQueue {
     /// many waiters costs a search and a move of pointers, not a scan.
     #[inline(always)]
     pub(crate) fn remove(&mut self, waiter: &Arc<Waiter>) -> bool {
+        if self
+            .apart
+            .as_ref()
+            .is_some_and(|apart| Arc::ptr_eq(apart, waiter))
+        {
+            self.take_apart();
+            return true;
+        }
         let removed = self.per_class[waiter.class]
             .bands
             .get_mut(band_of(waiter))
@@ -607,19 +680,52 @@ mod tests {
             .map(|i| Waiter::new(0, 1, at(start, i), None, None, false))
             .collect();
         for waiter in &anonymous {
-            queue.push(Arc::clone(waiter));
+            queue.push(Arc::clone(waiter), false);
         }
         // Without tenants the band is one FIFO.
         assert!(Arc::ptr_eq(queue.head(0).unwrap(), &anonymous[0]));
         assert!(queue.remove(&anonymous[2]), "removed from the middle");
         let tenant = TenantTag::new(Some(7), 0);
         let flood = Waiter::for_tenant(0, 1, at(start, 5), None, None, false, tenant);
-        queue.push(Arc::clone(&flood));
+        queue.push(Arc::clone(&flood), false);
         let order: Vec<_> = std::iter::from_fn(|| queue.pop(0, End::Front))
             .map(|w| (w.arrived - start).as_millis())
             .collect();
         assert_eq!(order, [0, 5, 1, 3], "the lanes take turns, oldest first");
         assert!(queue.is_empty());
         assert_eq!(queue.queued_weight(), 0);
+    }
+
+    #[test]
+    fn a_lone_waiter_kept_apart_leaves_and_joins_its_band_as_if_it_had_been_there() {
+        let start = Instant::now();
+        let mut queue = WaitQueue::new(vec![0]);
+        let later = Waiter::new(0, 1, at(start, 1), None, None, false);
+        queue.push(Arc::clone(&later), true);
+        assert!(queue.apart().is_some_and(|w| Arc::ptr_eq(w, &later)));
+        assert_eq!((queue.len(), queue.queued_weight()), (1, 1));
+        assert!(queue.has_waiters(0));
+        assert!(queue.remove(&later), "taken out from apart");
+        assert!(queue.is_empty() && !queue.has_waiters(0));
+        // Overtaken on the way in: the band orders both by arrival.
+        queue.push(Arc::clone(&later), true);
+        let earlier = Waiter::new(0, 1, start, None, None, false);
+        queue.push(Arc::clone(&earlier), true);
+        assert!(queue.apart().is_none(), "two waiters: both in the band");
+        assert!(Arc::ptr_eq(&queue.pop(0, End::Front).unwrap(), &earlier));
+        assert!(Arc::ptr_eq(&queue.pop(0, End::Front).unwrap(), &later));
+        // A tenant's waiter, and any waiter of a band a tenant waited in,
+        // go to the band: it keeps their history.
+        let tenant = Waiter::for_tenant(0, 1, start, None, None, false, TenantTag::new(Some(7), 0));
+        queue.push(Arc::clone(&tenant), true);
+        assert!(queue.apart().is_none());
+        assert!(queue.remove(&tenant));
+        queue.push(Arc::clone(&later), true);
+        assert!(queue.apart().is_none(), "its band keeps lanes for tenants");
+        assert_eq!(
+            queue.pop_head(0).map(|w| Arc::ptr_eq(&w, &later)),
+            Some(true)
+        );
+        assert!(queue.is_empty());
     }
 }

@@ -3,21 +3,43 @@
 //! allocates nothing, while its future stays `Unpin` and the queue goes on
 //! sharing waiters by `Arc` (the dispatcher holds them while it serves).
 //!
+//! The spare keeps its timer, still registered with the runtime's timer
+//! wheel, for the next wait on the thread, rather than dropping one timer
+//! and registering another (which takes the wheel's lock twice, to insert
+//! it and to remove it). Its deadline is then the last wait's budget,
+//! most often earlier than the new one's: it is left so, and moved on to
+//! the new budget ([`Sleep::reset`]) only if it fires while the call
+//! still waits; a wait that ends first costs the timer nothing but the
+//! poll that stores its task's waker in it. A deadline later than the new
+//! budget is moved at once. A timer is reused only in the runtime it was
+//! made in (its [`Id`](tokio::runtime::Id) is kept beside it); in any
+//! other, it is dropped and a new one made. Left registered, a spare's
+//! timer keeps the waker of the task that last waited on it until the
+//! next wait's poll replaces it, and may fire meanwhile: it then wakes
+//! that task once, spuriously (allowed of any waker). So a thread keeps
+//! one timer entry in its runtime's wheel, at most one task's waker, and
+//! a handle to the runtime that made the timer (its drivers included,
+//! after the runtime itself is dropped), for as long as it keeps its
+//! spare: until its next wait in another runtime, or its exit.
+//!
 //! # Safety of the timer slot
 //!
 //! A [`Waiter`] is shared (`Arc`) by its future, the queue and a
 //! dispatcher, so its timer sits in an `UnsafeCell`. What makes the shared
 //! access sound:
-//! - the slot is written only through `&mut Waiter`, i.e. while the `Arc`
-//!   is not shared ([`new_waiter`] before the waiter is queued, [`recycle`]
-//!   after `Arc::get_mut` proved it unique);
-//! - through `&Waiter` only [`TimerSlot::poll`] reaches the `Sleep`, and
-//!   its contract gives that to the waiter's own future alone, which polls
-//!   it from its own `poll` (`&mut self`), so two accesses never overlap.
-//!   The queue and the dispatchers never touch the slot;
+//! - the slot is written (a timer made, or a spare's reset) only through
+//!   `&mut Waiter`, i.e. while the `Arc` is not shared ([`new_waiter`],
+//!   before the waiter is queued, on a new waiter or a spare that
+//!   [`recycle`] kept after `Arc::get_mut` proved it unique);
+//! - through `&Waiter` only [`TimerSlot::poll`] reaches the `Sleep` (to
+//!   poll it, and reset it if it fired early), and its contract gives that
+//!   to the waiter's own future alone, which polls it from its own `poll`
+//!   (`&mut self`), so two accesses never overlap. The queue and the
+//!   dispatchers never touch the slot;
 //! - the `Sleep` is pinned from its first poll on: it lives in the `Arc`'s
-//!   heap allocation, which never moves, and it leaves only by being
-//!   dropped in place (overwritten, or with the waiter), never moved out;
+//!   heap allocation, which never moves (from one waiter's call to the
+//!   next, for a spare), and it leaves only by being dropped in place
+//!   (overwritten, or with the waiter), never moved out;
 //! - whoever drops the last `Arc` drops the `Sleep`, on any thread:
 //!   `Sleep` is `Send`.
 
@@ -31,9 +53,10 @@ use tokio::time::{Instant, Sleep};
 use super::queue::{Call, Waiter};
 use crate::sync::Arc;
 
-/// The timer of a waiter's budget (see the module docs).
+/// The timer of a waiter's budget (see the module docs), and the runtime
+/// it was made in.
 #[derive(Default)]
-pub(crate) struct TimerSlot(UnsafeCell<Option<Sleep>>);
+pub(crate) struct TimerSlot(UnsafeCell<Option<Sleep>>, Option<tokio::runtime::Id>);
 
 // SAFETY: shared access reaches the `Sleep` only through `poll`, whose
 // caller is the one future owning the waiter (module docs); every other
@@ -47,35 +70,56 @@ impl std::fmt::Debug for TimerSlot {
 }
 
 impl TimerSlot {
-    /// Polls the timer; `Pending` forever if there is none.
+    /// Polls the timer of a budget that ends at `until`; `Pending`
+    /// forever if there is none. A kept timer may be set to end earlier
+    /// (see [`TimerSlot::start`]): when it does, it is moved on to `until`
+    /// and polled again, so this is ready at `until`, never before.
     ///
     /// # Safety
     ///
     /// Only the future that owns the waiter may call this, from its own
     /// `poll` (see the module docs).
-    pub(crate) unsafe fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) unsafe fn poll(&self, cx: &mut Context<'_>, until: Instant) -> Poll<()> {
         // SAFETY: no other access overlaps (the caller's contract).
         let slot = unsafe { &mut *self.0.get() };
-        match slot {
-            // SAFETY: never moved out of the `Arc`'s allocation, only
-            // dropped in place (module docs).
-            Some(sleep) => unsafe { Pin::new_unchecked(sleep) }.poll(cx),
-            None => Poll::Pending,
+        let Some(sleep) = slot else {
+            return Poll::Pending;
+        };
+        // SAFETY: never moved out of the `Arc`'s allocation, only dropped
+        // in place (module docs).
+        let mut sleep = unsafe { Pin::new_unchecked(sleep) };
+        loop {
+            std::task::ready!(sleep.as_mut().poll(cx));
+            if sleep.deadline() >= until {
+                return Poll::Ready(());
+            }
+            sleep.as_mut().reset(until);
         }
     }
 
-    /// Starts the timer in place (the slot of a new waiter or a spare,
-    /// empty), without a copy of the `Sleep` through the stack.
+    /// Starts the timer of a budget that ends at `gives_up`, in place:
+    /// the spare's own if it was made in `runtime` (the current one), else
+    /// a new one, without a copy of the `Sleep` through the stack. The
+    /// spare's is left as it is if it ends no later than `gives_up` (the
+    /// common case, a wait begun after the last one ended): if it fires
+    /// while the call still waits, [`TimerSlot::poll`] moves it on then,
+    /// so a wait that ends before costs the timer nothing more.
     #[inline(always)]
-    fn start(&mut self, gives_up: Instant) {
+    fn start(&mut self, gives_up: Instant, runtime: tokio::runtime::Id) {
         let slot = self.0.get_mut();
-        debug_assert!(slot.is_none(), "a spare's timer was dropped by recycle");
-        let _ = slot.insert(super::Admission::timer(gives_up));
-    }
-
-    /// Drops the timer (its entry leaves the runtime's timer wheel).
-    fn stop(&mut self) {
-        *self.0.get_mut() = None;
+        match slot {
+            Some(sleep) if self.1 == Some(runtime) => {
+                if sleep.deadline() > gives_up {
+                    // SAFETY: pinned where it lies, in the `Arc`'s
+                    // allocation, and never moved out (module docs).
+                    unsafe { Pin::new_unchecked(sleep) }.reset(gives_up);
+                }
+            }
+            _ => {
+                *slot = Some(super::Admission::timer(gives_up));
+                self.1 = Some(runtime);
+            }
+        }
     }
 }
 
@@ -107,38 +151,41 @@ impl Unique {
 }
 
 /// The shared waiter of a call that must wait: `call` with the timer of
-/// its budget (which ends at `gives_up`), made here, in place, before
-/// anything is queued (creating a timer
-/// panics outside a runtime with timers; see [`Admission::timer`]). Reuses
-/// this thread's spare if any, renewed in place.
+/// its budget (which ends at `gives_up`), started here, in place, before
+/// anything is queued (creating a timer panics outside a runtime with
+/// timers; see [`Admission::timer`]), in `runtime`, the current one.
+/// Reuses this thread's spare if any, renewed in place, and its timer.
 ///
 /// [`Admission::timer`]: super::Admission::timer
 // Always: inlined into the way into the queue (itself out of line), the
 // call's fields are written into the waiter rather than built on the
 // stack and copied.
 #[inline(always)]
-pub(crate) fn new_waiter(call: Call, gives_up: Instant) -> Arc<Waiter> {
+pub(crate) fn new_waiter(
+    call: Call,
+    gives_up: Instant,
+    runtime: tokio::runtime::Id,
+) -> Arc<Waiter> {
     #[cfg(not(shed_loom))]
     if let Some(mut spare) = SPARE.try_with(std::cell::Cell::take).ok().flatten() {
         let reused = spare.get_mut();
         reused.renew(call);
-        reused.timer.start(gives_up);
+        reused.timer.start(gives_up, runtime);
         return spare.0;
     }
     let mut fresh = Waiter::of(call);
-    fresh.timer.start(gives_up);
+    fresh.timer.start(gives_up, runtime);
     Arc::new(fresh)
 }
 
 /// Takes back the waiter of a call that is over: if nobody else holds it
-/// any more, its timer is dropped now (while its runtime runs), with the
-/// waker of the task that waited and its tenant's name, and it becomes
-/// this thread's spare.
+/// any more, it lets go of the waker of the task that waited and of its
+/// tenant's name, and it becomes this thread's spare, its timer kept for
+/// the next wait (see the module docs).
 pub(crate) fn recycle(mut waiter: Arc<Waiter>) {
     let Some(done) = Arc::get_mut(&mut waiter) else {
         return;
     };
-    done.timer.stop();
     done.clear();
     #[cfg(not(shed_loom))]
     let _ = SPARE.try_with(|spare| spare.set(Some(Unique(waiter))));
@@ -163,7 +210,8 @@ mod tests {
             retry: false,
             tenant: crate::limiter::fair::TenantTag::new(None, 0),
         };
-        new_waiter(call, gives_up)
+        let runtime = tokio::runtime::Handle::current().id();
+        new_waiter(call, gives_up, runtime)
     }
 
     #[tokio::test(start_paused = true)]
@@ -183,20 +231,62 @@ mod tests {
         assert_eq!(held_elsewhere.status(), Status::Pending);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_timer_in_the_waiter_fires_at_the_budget() {
-        let now = Instant::now();
-        let waiter = waiter(now);
-        let fired = std::future::poll_fn(|cx| {
-            // SAFETY: this test is the waiter's only future.
-            unsafe { waiter.timer.poll(cx) }
-        });
-        tokio::time::timeout(Duration::from_millis(49), fired)
+    /// Waits for `waiter`'s timer: it must fire in 50 ms (its budget from
+    /// now), not before.
+    async fn fires_in_its_budget(waiter: &Waiter) {
+        // SAFETY: the test is the waiter's only future.
+        let until = waiter.gives_up.expect("a budget").0;
+        let fired = || std::future::poll_fn(|cx| unsafe { waiter.timer.poll(cx, until) });
+        tokio::time::timeout(Duration::from_millis(49), fired())
             .await
             .expect_err("not before its budget");
-        let fired = std::future::poll_fn(|cx| unsafe { waiter.timer.poll(cx) });
-        tokio::time::timeout(Duration::from_millis(2), fired)
+        tokio::time::timeout(Duration::from_millis(2), fired())
             .await
             .expect("at its budget");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_timer_in_the_waiter_fires_at_the_budget() {
+        fires_in_its_budget(&waiter(Instant::now())).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_spare_keeps_its_timer_and_moves_it_to_the_next_budget() {
+        let first = waiter(Instant::now());
+        // SAFETY: the test is the waiter's only future.
+        let until = first.gives_up.expect("a budget").0;
+        let pending =
+            std::future::poll_fn(|cx| Poll::Ready(unsafe { first.timer.poll(cx, until) }));
+        assert!(pending.await.is_pending(), "registered, 50 ms to go");
+        first.grant(Instant::now());
+        recycle(first);
+        // The next wait on this thread, 30 ms later: the same timer, moved
+        // from 50 ms to 80 ms.
+        tokio::time::advance(Duration::from_millis(30)).await;
+        fires_in_its_budget(&waiter(Instant::now())).await;
+    }
+
+    #[test]
+    fn a_spare_made_in_a_runtime_since_dropped_gets_a_new_timer() {
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap()
+        };
+        runtime().block_on(async {
+            let first = waiter(Instant::now());
+            // SAFETY: the test is the waiter's only future.
+            let until = first.gives_up.expect("a budget").0;
+            let poll =
+                std::future::poll_fn(|cx| Poll::Ready(unsafe { first.timer.poll(cx, until) }));
+            assert!(poll.await.is_pending());
+            first.grant(Instant::now());
+            recycle(first);
+        });
+        // Its timer belongs to a runtime that is gone (polling it would
+        // panic): the spare gets one of this runtime.
+        runtime().block_on(async { fires_in_its_budget(&waiter(Instant::now())).await });
     }
 }
