@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
 use shed_bench::hot_path::{
-    cancelled, guarded, guarded_turn, hold_the_slot, work, ONE_SLOT, SEMAPHORE, SLOTS,
+    cancelled, guarded, guarded_turn, hold_the_slot, install_limiter, work, ONE_SLOT, SEMAPHORE,
+    SLOTS,
 };
 use tower::{Service, ServiceBuilder, ServiceExt};
 
@@ -92,6 +93,7 @@ where
 
 /// The calls that find a free slot: plain, Semaphore, tower, shed.
 fn admitted_at_once(c: &mut Criterion, group_name: &str, rt: &tokio::runtime::Runtime, tasks: u64) {
+    install_limiter(BUDGET);
     shed::Limiter::global().set_capacity(SLOTS as u32);
     let mut group = c.benchmark_group(group_name);
     group.bench_function("plain", |b| {
@@ -171,6 +173,7 @@ fn timed_runtime() -> tokio::runtime::Runtime {
 /// the first releases it. Every call but the very first waits.
 fn wait_then_grant(c: &mut Criterion) {
     let rt = timed_runtime();
+    install_limiter(BUDGET);
     shed::Limiter::global().set_capacity(1);
     let mut group = c.benchmark_group("wait_then_grant");
     group.bench_function("plain", |b| {
@@ -213,6 +216,7 @@ fn wait_then_grant(c: &mut Criterion) {
 /// Semaphore the `timeout`'s) is made and undone.
 fn cancel_while_waiting(c: &mut Criterion) {
     let rt = timed_runtime();
+    install_limiter(BUDGET);
     let held = rt.block_on(hold_the_slot());
     let mut group = c.benchmark_group("cancel_while_waiting");
     group.bench_function("plain", |b| {

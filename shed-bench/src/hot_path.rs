@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::hint::black_box;
+use std::time::Duration;
 
 use shed::{shed, Rejected};
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -17,6 +18,22 @@ pub const SLOTS: usize = 1024;
 pub static SEMAPHORE: Semaphore = Semaphore::const_new(SLOTS);
 /// One slot, for the paths that wait.
 pub static ONE_SLOT: Semaphore = Semaphore::const_new(1);
+
+/// Builds `#[shed]`'s process-wide limiter as the Semaphore is built: a
+/// fixed capacity (of [`SLOTS`]; the waiting paths then set it to one),
+/// and `critical`'s budget the same as the Semaphore's `timeout`. A
+/// limiter built adaptive and pinned later by `Limiter::set_capacity`
+/// keeps the adaptive default's queue discipline (adaptive LIFO, which
+/// reads the clock and the oldest waiter at every dispatch): that is the
+/// adaptive default's cost, not a fixed capacity's. Call it before
+/// anything touches the process-wide limiter.
+pub fn install_limiter(budget: Duration) {
+    // Both the bench's groups and the counter call it; the first wins.
+    let _ = shed::Config::new()
+        .capacity(SLOTS as u32)
+        .classes([shed::ClassSpec::new("critical", 0).max_wait(budget)])
+        .install();
+}
 
 /// The plain call every variant makes.
 #[inline(never)]

@@ -15,7 +15,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use shed_bench::hot_path::{
-    cancelled, guarded, guarded_turn, hold_the_slot, work, ONE_SLOT, SEMAPHORE,
+    cancelled, guarded, guarded_turn, hold_the_slot, install_limiter, work, ONE_SLOT, SEMAPHORE,
 };
 
 /// Long, so that valgrind's slowdown on a busy machine never runs a
@@ -84,11 +84,7 @@ fn main() {
     // A pinned capacity and the Semaphore's budget, which valgrind's
     // slowdown never exceeds (the adaptive default scales the budget to
     // the measured service time).
-    shed::Config::new()
-        .capacity(1024)
-        .classes([shed::ClassSpec::new("critical", 0).max_wait(BUDGET)])
-        .install()
-        .expect("the first limiter");
+    install_limiter(BUDGET);
     let tasks = if path == "wait_then_grant" { 2 } else { 1 };
     shed::Limiter::global().set_capacity(if path == "uncontended" { 1024 } else { 1 });
     let total = rt.block_on(async move {
