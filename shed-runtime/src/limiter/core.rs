@@ -548,9 +548,26 @@ impl Core {
         if self.refusal_at_dispatch(state, waiter, now).is_some() {
             return None;
         }
-        Some(match self.try_grant(state, waiter) {
+        let grant = self.try_grant(state, waiter);
+        Some(self.settle_alone(queue, grant, now, |queue| {
+            queue.pop_lone_front(c, band).expect("peeked")
+        }))
+    }
+
+    /// What [`Core::dispatch_lone`] and [`Core::dispatch_apart`] do once
+    /// the waiter alone in the queue was tried: `take` it out and wake it
+    /// if it was granted, and settle the flags either way.
+    #[inline(always)]
+    fn settle_alone(
+        &self,
+        queue: &mut WaitQueue,
+        grant: Grant,
+        now: &mut LazyNow,
+        take: impl FnOnce(&mut WaitQueue) -> Arc<Waiter>,
+    ) -> Option<Waker> {
+        match grant {
             Grant::Granted => {
-                let waiter = queue.pop_lone_front(c, band).expect("peeked");
+                let waiter = take(queue);
                 let task = waiter.grant_quietly(now.get());
                 self.tally(&waiter, true);
                 self.settle_flags(queue, false);
@@ -566,7 +583,7 @@ impl Core {
                 self.settle_flags(queue, true);
                 None
             }
-        })
+        }
     }
 
     /// [`Core::dispatch_lone`] of the waiter kept apart from the bands
@@ -582,24 +599,8 @@ impl Core {
         if self.refusal_at_dispatch(state, waiter, now).is_some() {
             return None;
         }
-        Some(match self.try_grant(state, waiter) {
-            Grant::Granted => {
-                let waiter = queue.take_apart();
-                let task = waiter.grant_quietly(now.get());
-                self.tally(&waiter, true);
-                self.settle_flags(queue, false);
-                task
-            }
-            // As in `dispatch_lone`.
-            Grant::NoClassRoom => {
-                self.settle_flags(queue, false);
-                None
-            }
-            Grant::NoGlobalRoom => {
-                self.settle_flags(queue, true);
-                None
-            }
-        })
+        let grant = self.try_grant(state, waiter);
+        Some(self.settle_alone(queue, grant, now, WaitQueue::take_apart))
     }
 
     /// Why `waiter` (of `class`) must leave the queue without being
