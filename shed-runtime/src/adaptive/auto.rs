@@ -134,8 +134,8 @@ const COLD_QUEUE: f64 = 1.1;
 /// Both filters span the last ten windows. Latency that reads as a queue
 /// for five windows in a row, without the throughput's fall, is probed:
 /// if fewer slots admit as many calls a second, it was a queue (the lower
-/// limit stays); if not, it is the service's own, and becomes the no-load
-/// latency.
+/// limit stays); if they admit fewer, by more than the window's noise, it
+/// is the service's own, and becomes the no-load latency.
 #[derive(Debug, Clone)]
 pub struct Auto {
     /// Growth per window (one round trip) during startup (default 2).
@@ -556,10 +556,20 @@ impl Auto {
             self.stale_latency = f64::INFINITY;
             return w.limit;
         }
-        if stale {
-            // Fewer calls a second with fewer slots: the latency that
-            // stayed high was the service's own (the no-load latency
-            // was measured too low, or every call got slower).
+        // Fewer calls a second with fewer slots, beyond the window's
+        // noise (one standard error of its count): in a slowdown a
+        // window holds a few dozen calls, and a probe of 16 workers at
+        // 18 slots that served 386 calls a second of the usual 420 read
+        // as fewer, the pool's queue became the no-load latency twice,
+        // and the limit grew to 38 slots.
+        let noise = 1.0 / (w.finished.max(1) as f64).sqrt();
+        let fewer = self
+            .binding_rate
+            .is_none_or(|usual| rate < (1.0 - noise) * usual);
+        if stale && fewer {
+            // The latency that stayed high was the service's own (the
+            // no-load latency was measured too low, or every call got
+            // slower).
             self.no_load = Some(self.stale_latency.min(latency));
             self.stale = 0;
             self.stale_latency = f64::INFINITY;

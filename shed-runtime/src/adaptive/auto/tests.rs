@@ -706,3 +706,34 @@ fn the_no_load_latency_comes_down_only_for_a_mean_below_its_noise() {
     let no_load = auto.no_load_latency().unwrap().as_secs_f64();
     assert!((no_load - 0.00091).abs() < 1e-6, "{no_load}");
 }
+
+#[test]
+fn a_stale_probe_within_its_noise_of_the_usual_rate_does_not_teach_the_queue() {
+    // 16 workers slowed to 40 ms, held at 24.5 slots: the pool's queue
+    // stayed for five windows, so the probe at 18 slots decides whether
+    // that latency is the service's own. It served 39 calls in 100 ms
+    // (390 a second against the usual 420): within a window's noise of as
+    // many, so the 45 ms (a queue still draining) is not the no-load
+    // latency.
+    let mut auto = steady(0.036, 420.0, 420.0);
+    auto.stale_probe = true;
+    auto.stale_latency = 0.045;
+    assert_eq!(auto.probe_limit(24.5), Some(18.375));
+    auto.next_limit(&Window {
+        probe: true,
+        ..window(44.9, 18.375, 39, true)
+    });
+    assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(36)));
+    // Far fewer calls at fewer slots: the latency is the service's own.
+    auto.stale_probe = true;
+    auto.stale_latency = 0.045;
+    auto.before_probe = Some(24.5);
+    auto.next_limit(&Window {
+        probe: true,
+        ..window(44.9, 18.375, 30, true)
+    });
+    assert_eq!(
+        auto.no_load_latency(),
+        Some(Duration::from_secs_f64(0.0449))
+    );
+}
