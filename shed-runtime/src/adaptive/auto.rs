@@ -55,10 +55,11 @@ const COLD_QUEUE: f64 = 1.1;
 /// from what its completions show, with no latency target to pick.
 ///
 /// - **Startup.** From a small limit, multiply it by `startup_gain` every
-///   window (of at least 12 calls) in which the limit binds (by its square
-///   for a window that took two round trips or more to gather its calls,
-///   once the window before rose and every slot still completes calls at
-///   the rate the rises showed, without a queue), as long as the
+///   window (of at least 12 calls) in which the limit binds (in the cold
+///   start, by its square for a window that took two round trips or more,
+///   to the nearest, to gather its calls, once the window before rose and
+///   every slot still completes calls at the rate the rises showed,
+///   without a queue), as long as the
 ///   throughput rises with it (by at least a quarter of the limit's rise,
 ///   judged against the rate per slot of all the startup windows that
 ///   rose, not the last one alone). When it stops rising
@@ -480,7 +481,7 @@ impl Auto {
         let noise = if self.calls_of_one_length() {
             0.0
         } else {
-            2.0 / (w.completed.max(1) as f64).sqrt()
+            2.0 * standard_error(w.completed)
         };
         if !self.startup && self.no_load.is_none_or(|d| latency < d * (1.0 - noise)) {
             self.learn_no_load(latency, 0.3);
@@ -562,7 +563,7 @@ impl Auto {
         // 18 slots that served 386 calls a second of the usual 420 read
         // as fewer, the pool's queue became the no-load latency twice,
         // and the limit grew to 38 slots.
-        let noise = 1.0 / (w.finished.max(1) as f64).sqrt();
+        let noise = standard_error(w.finished);
         let fewer = self
             .binding_rate
             .is_none_or(|usual| rate < (1.0 - noise) * usual);
@@ -703,7 +704,7 @@ impl Auto {
             // 12 ms from its first two calls, and every window after
             // looked like a queue). It is never above the pooled
             // windows' reading, which the allowance alone would pass.
-            let noise = 1.0 + 1.0 / (w.finished.max(1) as f64).sqrt();
+            let noise = 1.0 + standard_error(w.finished);
             let little = w.limit / rate * noise;
             let pooled = self.startup_pool.per_slot().map_or(little, |p| 1.0 / p);
             // Calls of about one length (the shortest near the mean)
@@ -1168,6 +1169,12 @@ fn queued_calls(w: &Window, latency: f64, no_load: f64) -> f64 {
 /// waiting inside the service.
 fn ran_without_queue(w: &Window, latency: f64, no_load: f64) -> f64 {
     w.max_in_flight as f64 * (no_load / latency).min(1.0)
+}
+
+/// The relative noise of a mean or a rate read from `n` calls (one
+/// standard error, for calls of exponential length): 1/sqrt(n).
+fn standard_error(n: u64) -> f64 {
+    1.0 / (n.max(1) as f64).sqrt()
 }
 
 /// What a window needs measured: `wanted`, at most [`MIN_SAMPLES`].

@@ -199,10 +199,7 @@ fn outcome(
             // `sample_mask + 1` by its place in the queue, as the fast
             // path samples by admission.
             let timed = waiter.deadline.is_some()
-                || held
-                    .window_readers
-                    .load(std::sync::atomic::Ordering::Relaxed)
-                    != 0
+                || held.window_is_read()
                 || waiter.seq() & held.sample_mask == 0;
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.

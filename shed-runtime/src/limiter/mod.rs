@@ -368,6 +368,13 @@ impl Limiter {
 }
 
 impl Inner {
+    /// Whether an adaptive limit may read the measurement window, so that
+    /// every call that waited is timed (see `Inner::window_readers`).
+    #[inline]
+    pub(crate) fn window_is_read(&self) -> bool {
+        self.window_readers.load(Ordering::Relaxed) != 0
+    }
+
     /// Stores the mode, then brings each class's gate up to date with it
     /// (see `gate.rs`).
     fn set_mode(&self, mode: Mode) {

@@ -97,6 +97,13 @@ impl TimerSlot {
         }
     }
 
+    /// When the timer is set to fire (the tests' look).
+    #[cfg(test)]
+    fn deadline(&self) -> Option<Instant> {
+        // SAFETY: the tests read it while nothing polls the timer.
+        unsafe { &*self.0.get() }.as_ref().map(Sleep::deadline)
+    }
+
     /// Starts the timer of a budget that ends at `gives_up`, in place:
     /// the spare's own if it was made in `runtime` (the current one), else
     /// a new one, without a copy of the `Sleep` through the stack. The
@@ -259,11 +266,17 @@ mod tests {
             std::future::poll_fn(|cx| Poll::Ready(unsafe { first.timer.poll(cx, until) }));
         assert!(pending.await.is_pending(), "registered, 50 ms to go");
         first.grant(Instant::now());
+        // Only its address to compare with: recycling needs the last `Arc`.
+        let address = Arc::as_ptr(&first);
         recycle(first);
-        // The next wait on this thread, 30 ms later: the same timer, moved
-        // from 50 ms to 80 ms.
+        // The next wait on this thread, 30 ms later: the same waiter and
+        // the same timer, still set for the first budget (50 ms), and
+        // moved on to the new one (80 ms) only when it fires early.
         tokio::time::advance(Duration::from_millis(30)).await;
-        fires_in_its_budget(&waiter(Instant::now())).await;
+        let next = waiter(Instant::now());
+        assert_eq!(Arc::as_ptr(&next), address, "the spare");
+        assert_eq!(next.timer.deadline(), Some(until), "its timer, kept");
+        fires_in_its_budget(&next).await;
     }
 
     #[test]

@@ -610,16 +610,23 @@ fn a_window_draining_a_higher_limit_keeps_its_throughput() {
     assert!(usual >= 790.0, "{usual}");
 }
 
-#[test]
-fn a_cold_start_window_that_took_round_trips_to_fill_grows_by_each_once_a_rise_was_followed() {
-    // A pool of 1,000 workers of 200 ms (exponential) from a limit of 2:
-    // a window needs 12 calls, which take six round trips at 2 slots and
-    // three at 4. Doubling once a window held it there for 3.4 s.
+/// Past the cold start's first window: 12 calls of 200 ms (exponential)
+/// at 2 slots, six round trips; the limit doubled to 4.
+fn past_a_first_window_of_200ms_calls() -> Auto {
     let mut auto = Auto::default();
     assert_eq!(
         auto.next_limit(&recorded((2.0, 12, 1200.0, 200.0, 20.0))),
         4.0
     );
+    auto
+}
+
+#[test]
+fn a_cold_start_window_that_took_round_trips_to_fill_grows_by_each_once_a_rise_was_followed() {
+    // 1,000 workers: a window needs 12 calls, which take six round trips
+    // at 2 slots and three at 4. Doubling once a window held the limit
+    // there for 3.4 s.
+    let mut auto = past_a_first_window_of_200ms_calls();
     // Every slot completed a call per 200 ms, as at 2, without a queue:
     // two round trips' gain.
     assert_eq!(
@@ -634,18 +641,21 @@ fn a_cold_start_window_that_took_round_trips_to_fill_grows_by_each_once_a_rise_w
 }
 
 #[test]
-fn a_rise_that_the_throughput_followed_only_in_part_grows_by_one_round_trip() {
-    // A pool of 2 workers of 200 ms: at 4 slots a dozen exponential calls
-    // read 13 a second of the 10 it does (the rise seems to pay, but not
-    // every slot completes at the rate of those at 2), and the mean hides
-    // the queue. Four times would put 14 calls behind the workers.
-    let mut auto = Auto::default();
-    assert_eq!(
-        auto.next_limit(&recorded((2.0, 12, 1200.0, 200.0, 20.0))),
-        4.0
-    );
+fn a_rise_not_followed_in_full_grows_by_one_round_trip() {
+    // 2 workers: at 4 slots a dozen exponential calls read 13 a second of
+    // the 10 they do (the rise seems to pay, but not every slot completes
+    // at the rate of those at 2), and the mean hides the queue. Four times
+    // would put 14 calls behind the workers.
+    let mut auto = past_a_first_window_of_200ms_calls();
     assert_eq!(
         auto.next_limit(&recorded((4.0, 12, 923.0, 200.0, 20.0))),
+        8.0
+    );
+    // Every slot at the rate of those at 2, but calls queue inside the
+    // service (260 ms for 200): one round trip's gain too.
+    let mut auto = past_a_first_window_of_200ms_calls();
+    assert_eq!(
+        auto.next_limit(&recorded((4.0, 12, 600.0, 260.0, 20.0))),
         8.0
     );
 }
