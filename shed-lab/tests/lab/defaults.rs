@@ -2,7 +2,7 @@
 //! same configuration, and so the same code path, as the process-wide
 //! limiter nobody configured.
 
-use shed_lab::{run, shed_config, PolicyKind, Scenario};
+use shed_lab::{grid, run, shed_config, PolicyKind, Scenario};
 
 const UNCONFIGURED: &str = r#"
     name = "unconfigured"
@@ -195,4 +195,20 @@ fn a_pool_of_calls_of_one_length_is_held_at_its_workers_within_twice_their_laten
         let limits: Vec<u32> = shed.timeline.iter().filter_map(|s| s.limit).collect();
         assert!(limits.iter().all(|&l| (16..=17).contains(&l)), "{limits:?}");
     }
+}
+
+#[test]
+fn a_slowed_pool_keeps_its_workers_busy_through_windows_of_a_few_dozen_calls() {
+    // 16 ps workers of 10 ms (exponential) at 3x, every call four times
+    // slower from 6 s to 11 s: 400 calls a second. Windows of 32 calls
+    // read their rate within about 18%, and probes at 0.75 of the limit
+    // that served as many calls within that noise took the limit to 9
+    // slots: 57.2% of the slowed pool at 8 s (seed 2). Windows of 4 calls a
+    // slot (64 here) keep it at the workers.
+    let shape = grid::SHAPES
+        .iter()
+        .find(|s| s.name() == "ps-16x10ms-exp-20x")
+        .expect("the grid has the shape");
+    let cell = grid::run_cell(shape, 3.0, grid::Contender::Defaults, 2..3);
+    assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
 }

@@ -1028,6 +1028,30 @@ impl Default for AutoSettings {
 const REFERENCE_WAIT: Duration = Duration::from_millis(50);
 /// The fewest measured calls a window needs, once the limit allows them.
 const MIN_SAMPLES: u64 = 32;
+/// The most measured calls a window after the startup waits for. A
+/// window's rate and mean are read within about 1/sqrt(n) of n calls, and
+/// the rules compare them against steps of a quarter (a probe at 0.75 of
+/// the limit, a slowdown at 0.6 of the rate, a queue at 1.5 times the
+/// latency): 64 calls put those steps two standard errors out, where 32
+/// (18%) read noise as a step. In a 4x slowdown a window of 32 calls held
+/// a 16-worker pool's few dozen calls, and probes that served as many
+/// calls within that noise took its limit to 9 slots (57% of the slowed
+/// pool for a second). Chosen on the defaults grid over seeds 0..32, runs
+/// meeting each goal of issue 10: every second after the third at 80% or
+/// more at 3x, 213 to 225 of 320 (`fifo-16x10ms` 15 to 23 of 32,
+/// `ps-16x10ms` 29 to 30); 90% goodput at 3x, 281 to 280 of 320; 99%
+/// served at 0.8x, 211 to 212 of 320; back within 2 s, 525 to 530 of
+/// 640. At 128 calls, 221 of 320 kept every second.
+const STEADY_SAMPLES: u64 = 64;
+/// Calls a slot a window after the startup waits for, up to
+/// [`STEADY_SAMPLES`]: at two a slot, 16 workers' windows held 32 calls.
+const STEADY_CALLS_PER_SLOT: f64 = 4.0;
+/// Below this many slots a window waits for two calls a slot: a pool of
+/// 2 workers of 200 ms completes 10 calls a second, and windows of 8
+/// calls left `ps-2x200ms-const`'s limit a slot above the pool for whole
+/// seconds (at 3x, 14 of 16 runs kept every second at 80% with windows of
+/// 4 calls, 6 with 8).
+const SMALL_POOL: f64 = 8.0;
 /// The fewest measured calls a startup window needs, whatever the limit:
 /// the first windows of two or four calls read a rate off by 2x, which
 /// set the no-load latency and ended the startup far below the pool. Chosen
@@ -1120,16 +1144,15 @@ impl AutoControl {
         let (length, samples) = if algorithm.in_startup() {
             (
                 (round_trip * algorithm.startup_round_trips()).max(Duration::from_millis(10)),
-                driver.limit.max(STARTUP_SAMPLES),
+                min_samples(driver.limit.max(STARTUP_SAMPLES)),
             )
         } else {
             (
                 (round_trip * 2).max(self.settings.min_window),
-                2.0 * driver.limit,
+                steady_samples(driver.limit),
             )
         };
-        self.min_samples
-            .store(min_samples(samples), Ordering::Relaxed);
+        self.min_samples.store(samples, Ordering::Relaxed);
         self.next_close
             .store(since.saturating_add(nanos(length)), Ordering::Relaxed);
     }
@@ -1180,6 +1203,18 @@ fn standard_error(n: u64) -> f64 {
 /// What a window needs measured: `wanted`, at most [`MIN_SAMPLES`].
 fn min_samples(wanted: f64) -> u64 {
     (wanted.ceil() as u64).clamp(1, MIN_SAMPLES)
+}
+
+/// What a window after the startup needs measured at a limit of `limit`
+/// slots: [`STEADY_CALLS_PER_SLOT`] calls a slot, at most
+/// [`STEADY_SAMPLES`]; two a slot below [`SMALL_POOL`] slots.
+fn steady_samples(limit: f64) -> u64 {
+    let per_slot = if limit >= SMALL_POOL {
+        STEADY_CALLS_PER_SLOT
+    } else {
+        2.0
+    };
+    ((per_slot * limit).ceil() as u64).clamp(1, STEADY_SAMPLES)
 }
 
 fn nanos(d: Duration) -> u64 {
