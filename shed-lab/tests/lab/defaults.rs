@@ -212,3 +212,19 @@ fn a_slowed_pool_keeps_its_workers_busy_through_windows_of_a_few_dozen_calls() {
     let cell = grid::run_cell(shape, 3.0, grid::Contender::Defaults, 2..3);
     assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
 }
+
+#[test]
+fn a_cold_start_that_read_its_calls_at_half_their_length_is_not_probed_down_to_one_slot() {
+    // 64 ps workers of 50 ms (exponential) at 3x, seed 19: the first
+    // window's 14 calls came in 173 ms (81 a second where 2 slots serve
+    // 40), so the no-load latency read 25 ms, the startup ended at 2.4
+    // slots, and probes of 5 calls that served "as many" within their
+    // noise took the limit to 1: 2.3% of the capacity over the run. A
+    // probe now keeps its lower limit only beyond its noise.
+    let shape = grid::SHAPES
+        .iter()
+        .find(|s| s.name() == "ps-64x50ms-exp-10x")
+        .expect("the grid has the shape");
+    let cell = grid::run_cell(shape, 3.0, grid::Contender::Defaults, 19..20);
+    assert!(cell.goodput_pct >= 75.0, "{cell:?}");
+}

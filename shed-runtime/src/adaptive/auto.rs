@@ -97,8 +97,9 @@ const COLD_QUEUE: f64 = 1.1;
 /// - **Probe.** Every `probe_every` windows in which the limit binds (for
 ///   calls of varying length, see below), one window runs at `probe` times
 ///   the limit. If it admits as many calls a
-///   second, the rest of the concurrency was only queueing: the lower limit
-///   stays. Either way its latency refreshes the no-queue latency, which
+///   second (and more than its own slots would with no queue, by two
+///   standard errors of its count), the rest of the concurrency was only
+///   queueing: the lower limit stays. Either way its latency refreshes the no-queue latency, which
 ///   sustained overload would otherwise never show. A throughput 1.5 times
 ///   the usual one is a recovery: the usual rate becomes the new one. If
 ///   the calls' latency fell below the no-load one, it becomes the no-load
@@ -542,9 +543,16 @@ impl Auto {
             self.no_load = Some(latency);
         }
         let restore = self.before_probe.take().unwrap_or(w.limit);
-        let as_many = self
-            .binding_rate
-            .is_some_and(|usual| rate >= PROBE_HOLDS * usual);
+        // As many calls a second as usual, and more than its own slots
+        // would serve with no queue, beyond its noise (two standard
+        // errors of its count): a probe of a few calls reads its rate
+        // within a half, and probes of 5 calls at 0.75 that read "as
+        // many" took a 64-worker pool, whose cold start had read its
+        // calls at half their length, from 2.4 slots down to 1, where it
+        // stayed (2% of its capacity over the run).
+        let fraction = w.limit / restore.max(f64::MIN_POSITIVE);
+        let holds = PROBE_HOLDS.max(fraction * (1.0 + 2.0 * standard_error(w.finished)));
+        let as_many = self.binding_rate.is_some_and(|usual| rate >= holds * usual);
         let stale = std::mem::take(&mut self.stale_probe);
         // Calls of one length do not rise from the product in the window
         // after a probe (see `steady_step`), which its lower throughput

@@ -747,3 +747,29 @@ fn a_stale_probe_within_its_noise_of_the_usual_rate_does_not_teach_the_queue() {
         Some(Duration::from_secs_f64(0.0449))
     );
 }
+
+#[test]
+fn a_probe_of_a_few_calls_keeps_the_lower_limit_only_beyond_its_noise() {
+    // 64 workers of 50 ms held at 2.4 slots (a cold start read the calls
+    // at half their length): a window holds 5 calls. A probe at 1.8 slots
+    // that served as many calls a second as usual may be noise (5 calls
+    // read a rate within about 45%), and the lower limit must not stay.
+    let mut auto = steady(0.025, 48.0, 48.0);
+    auto.since_probe = auto.probe_every;
+    assert_eq!(auto.probe_limit(2.4), Some(1.7999999999999998));
+    let five = Window {
+        probe: true,
+        ..recorded((1.8, 5, 100.0, 50.0, 2.0))
+    };
+    assert_eq!(auto.next_limit(&five), 2.4, "back to the limit it left");
+    // 64 calls at 0.75 of 32 slots serving as many: a queue, and the
+    // lower limit stays.
+    let mut auto = steady(0.025, 640.0, 640.0);
+    auto.since_probe = auto.probe_every;
+    assert_eq!(auto.probe_limit(32.0), Some(24.0));
+    let many = Window {
+        probe: true,
+        ..recorded((24.0, 64, 100.0, 37.0, 1.0))
+    };
+    assert_eq!(auto.next_limit(&many), 24.0);
+}
