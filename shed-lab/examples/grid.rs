@@ -6,6 +6,7 @@
 //! ```text
 //! cargo run --release -p shed-lab --example grid                 # seeds 0..8, every contender
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..2 --only defaults --json
+//! cargo run --release -p shed-lab --example grid -- --seeds 0..32 --only defaults --goals   # runs meeting each goal
 //! ```
 
 use std::process::ExitCode;
@@ -13,7 +14,7 @@ use std::process::ExitCode;
 use shed_lab::grid::{self, Contender};
 
 const USAGE: &str =
-    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--json] [--trace]";
+    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--json] [--trace | --goals]";
 
 fn main() -> ExitCode {
     let mut seeds = 0..8;
@@ -21,8 +22,25 @@ fn main() -> ExitCode {
     let mut shapes = grid::SHAPES.to_vec();
     let mut json = false;
     let mut trace = false;
+    let mut goals = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
+        // Flags stand alone; options take the next argument.
+        match arg.as_str() {
+            "--trace" => {
+                trace = true;
+                continue;
+            }
+            "--goals" => {
+                goals = true;
+                continue;
+            }
+            "--json" => {
+                json = true;
+                continue;
+            }
+            _ => {}
+        }
         let value = args.next();
         match (arg.as_str(), value.as_deref()) {
             ("--seeds", Some(range)) => {
@@ -52,19 +70,15 @@ fn main() -> ExitCode {
                 contenders = vec![c];
             }
             ("--shape", Some(prefix)) => shapes.retain(|s| s.name().starts_with(prefix)),
-            ("--trace", None) => trace = true,
-            ("--json", value) => {
-                json = true;
-                if value.is_some() {
-                    eprintln!("--json takes no value\n{USAGE}");
-                    return ExitCode::from(2);
-                }
-            }
             _ => {
                 eprintln!("{USAGE}");
                 return ExitCode::from(2);
             }
         }
+    }
+    if trace && goals {
+        eprintln!("--trace and --goals do not go together\n{USAGE}");
+        return ExitCode::from(2);
     }
     if trace {
         for shape in &shapes {
@@ -75,6 +89,22 @@ fn main() -> ExitCode {
                     }
                 }
             }
+        }
+        return ExitCode::SUCCESS;
+    }
+    if goals {
+        let counts = grid::count_goals(&shapes, &contenders, seeds.clone());
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&counts).expect("counts serialise")
+            );
+        } else {
+            println!(
+                "defaults grid, runs meeting each goal, one per seed of {}..{}\n",
+                seeds.start, seeds.end
+            );
+            print!("{}", grid::goal_table(&counts));
         }
         return ExitCode::SUCCESS;
     }

@@ -456,6 +456,124 @@ pub fn trace(shape: &Shape, factor: f64, contender: Contender, seed: u64) -> Str
     out
 }
 
+/// How many runs (one seed each) of one contender on one shape at one
+/// load factor met each goal of the grid: at 3x, 90% goodput and no
+/// settled second from the third below 80%; at 0.8x, 99% served in time
+/// outside the slowdown (*steady*); at both, back to 90% of the best
+/// possible within 2 s of the start, the slowdown and the recovery. The
+/// worst seed of a cell says whether every run met a goal; the counts say
+/// how close a change comes, and which runs it trades.
+#[derive(Debug, Clone, Serialize)]
+pub struct GoalCount {
+    /// The shape's name.
+    pub shape: String,
+    /// The load factor.
+    pub factor: f64,
+    /// Who admitted the calls.
+    pub contender: &'static str,
+    /// Runs: one per seed.
+    pub runs: u64,
+    /// Runs with 90% goodput (3x only).
+    pub goodput: Option<u64>,
+    /// Runs whose every settled second from the third served 80% (3x only).
+    pub worst_second: Option<u64>,
+    /// Runs that served 99% of the calls offered outside the slowdown
+    /// (0.8x only).
+    pub steady: Option<u64>,
+    /// Runs back to 90% within 2 s after the start, the slowdown and the
+    /// recovery.
+    pub converged: u64,
+}
+
+/// The goals' thresholds, in percent and seconds.
+const GOODPUT_GOAL: f64 = 90.0;
+const WORST_SECOND_GOAL: f64 = 80.0;
+const STEADY_GOAL: f64 = 99.0;
+const CONVERGED_GOAL: f64 = 2.0;
+
+/// Counts the runs meeting each goal, one run per seed of `seeds`.
+pub fn count_goals(
+    shapes: &[Shape],
+    contenders: &[Contender],
+    seeds: std::ops::Range<u64>,
+) -> Vec<GoalCount> {
+    let mut counts: Vec<GoalCount> = Vec::new();
+    for seed in seeds {
+        let cells = run_grid(shapes, &FACTORS, contenders, seed..seed + 1);
+        if counts.is_empty() {
+            counts = cells
+                .iter()
+                .map(|c| GoalCount {
+                    shape: c.shape.clone(),
+                    factor: c.factor,
+                    contender: c.contender,
+                    runs: 0,
+                    goodput: (c.factor > 1.0).then_some(0),
+                    worst_second: (c.factor > 1.0).then_some(0),
+                    steady: (c.factor < 1.0).then_some(0),
+                    converged: 0,
+                })
+                .collect();
+        }
+        for (count, cell) in counts.iter_mut().zip(&cells) {
+            let met = |ok: bool| u64::from(ok);
+            count.runs += 1;
+            if let Some(n) = count.goodput.as_mut() {
+                *n += met(cell.goodput_pct >= GOODPUT_GOAL);
+            }
+            if let Some(n) = count.worst_second.as_mut() {
+                *n += met(cell.worst_second_pct >= WORST_SECOND_GOAL);
+            }
+            if let Some(n) = count.steady.as_mut() {
+                *n += met(cell.steady_pct.is_some_and(|s| s >= STEADY_GOAL));
+            }
+            count.converged += met(cell
+                .converged_s
+                .iter()
+                .all(|s| s.is_some_and(|s| s <= CONVERGED_GOAL)));
+        }
+    }
+    counts
+}
+
+/// The goal counts as one text table, with each goal's total.
+pub fn goal_table(counts: &[GoalCount]) -> String {
+    let mut out = format!(
+        "{:<26} {:>5}  {:<14} {:>5} {:>8} {:>8} {:>8} {:>9}\n",
+        "shape", "load", "contender", "runs", "goodput", "worst s", "steady", "converged"
+    );
+    let cell = |n: Option<u64>| n.map_or("-".to_string(), |n| n.to_string());
+    let mut totals = [(0, 0); 4];
+    for c in counts {
+        out += &format!(
+            "{:<26} {:>4}x  {:<14} {:>5} {:>8} {:>8} {:>8} {:>9}\n",
+            c.shape,
+            c.factor,
+            c.contender,
+            c.runs,
+            cell(c.goodput),
+            cell(c.worst_second),
+            cell(c.steady),
+            c.converged
+        );
+        for (total, met) in
+            totals
+                .iter_mut()
+                .zip([c.goodput, c.worst_second, c.steady, Some(c.converged)])
+        {
+            if let Some(met) = met {
+                *total = (total.0 + met, total.1 + c.runs);
+            }
+        }
+    }
+    let [g, w, s, v] = totals.map(|(met, runs)| format!("{met}/{runs}"));
+    out += &format!(
+        "{:<26} {:>5}  {:<14} {:>5} {:>8} {:>8} {:>8} {:>9}\n",
+        "all", "", "", "", g, w, s, v
+    );
+    out
+}
+
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }

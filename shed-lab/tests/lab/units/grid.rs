@@ -69,3 +69,36 @@ fn informed_shed_is_told_the_shape_and_refuses_nothing_below_capacity() {
         "{cell:?}"
     );
 }
+
+/// `--goals`: one run per seed, each goal counted where it applies.
+#[test]
+fn goal_counts_tally_each_seed_against_the_goals_where_they_apply() {
+    let shape = &SHAPES[6];
+    let counts = count_goals(std::slice::from_ref(shape), &[Contender::Informed], 0..2);
+    assert_eq!(counts.len(), FACTORS.len());
+    for count in &counts {
+        assert_eq!(count.runs, 2);
+        let per_seed: Vec<Cell> = (0..2)
+            .map(|s| run_cell(shape, count.factor, Contender::Informed, s..s + 1))
+            .collect();
+        let met = |ok: &dyn Fn(&Cell) -> bool| per_seed.iter().filter(|c| ok(c)).count() as u64;
+        if count.factor > 1.0 {
+            assert_eq!(count.goodput, Some(met(&|c| c.goodput_pct >= 90.0)));
+            assert_eq!(
+                count.worst_second,
+                Some(met(&|c| c.worst_second_pct >= 80.0))
+            );
+            assert_eq!(count.steady, None);
+        } else {
+            assert_eq!(count.goodput, None);
+            assert_eq!(count.steady, Some(met(&|c| c.steady_pct.unwrap() >= 99.0)));
+        }
+        let back = |c: &Cell| c.converged_s.iter().all(|s| s.is_some_and(|s| s <= 2.0));
+        assert_eq!(count.converged, met(&back));
+    }
+    let table = goal_table(&counts);
+    let total = table.lines().last().expect("a totals line");
+    assert!(total.starts_with("all"), "{table}");
+    let steady = counts[0].steady.unwrap();
+    assert!(total.contains(&format!("{steady}/2")), "{table}");
+}
