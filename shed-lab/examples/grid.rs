@@ -94,32 +94,36 @@ fn main() -> ExitCode {
     }
     if goals {
         let counts = grid::count_goals(&shapes, &contenders, seeds.clone());
-        if json {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&counts).expect("counts serialise")
-            );
-        } else {
-            println!(
-                "defaults grid, runs meeting each goal, one per seed of {}..{}\n",
-                seeds.start, seeds.end
-            );
-            print!("{}", grid::goal_table(&counts));
-        }
+        let heading = format!(
+            "defaults grid, runs meeting each goal, one per seed of {}..{}",
+            seeds.start, seeds.end
+        );
+        emit(json, &counts, &heading, || grid::goal_table(&counts));
         return ExitCode::SUCCESS;
     }
     let cells = grid::run_grid(&shapes, &grid::FACTORS, &contenders, seeds.clone());
+    let heading = format!(
+        "defaults grid, worst and mean of seeds {}..{} (16 s from a cold start, 4x slowdown from 6 s to 11 s)",
+        seeds.start, seeds.end
+    );
+    emit(json, &cells, &heading, || grid::table(&cells));
+    ExitCode::SUCCESS
+}
+
+/// Prints `value` as JSON, or `heading` and the table `table` makes.
+fn emit<T: serde::Serialize + ?Sized>(
+    json: bool,
+    value: &T,
+    heading: &str,
+    table: impl FnOnce() -> String,
+) {
     if json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&cells).expect("cells serialise")
+            serde_json::to_string_pretty(value).expect("the grid serialises")
         );
     } else {
-        println!(
-            "defaults grid, worst and mean of seeds {}..{} (16 s from a cold start, 4x slowdown from 6 s to 11 s)\n",
-            seeds.start, seeds.end
-        );
-        print!("{}", grid::table(&cells));
+        println!("{heading}\n");
+        print!("{}", table());
     }
-    ExitCode::SUCCESS
 }

@@ -205,11 +205,12 @@ fn a_slowed_pool_keeps_its_workers_busy_through_windows_of_a_few_dozen_calls() {
     // that served as many calls within that noise took the limit to 9
     // slots: 57.2% of the slowed pool at 8 s (seed 2). Windows of 4 calls a
     // slot (64 here) keep it at the workers.
-    let shape = grid::SHAPES
-        .iter()
-        .find(|s| s.name() == "ps-16x10ms-exp-20x")
-        .expect("the grid has the shape");
-    let cell = grid::run_cell(shape, 3.0, grid::Contender::Defaults, 2..3);
+    let cell = grid::run_cell(
+        grid_shape("ps-16x10ms-exp-20x"),
+        3.0,
+        grid::Contender::Defaults,
+        2..3,
+    );
     assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
 }
 
@@ -221,10 +222,19 @@ fn a_cold_start_that_read_its_calls_at_half_their_length_is_not_probed_down_to_o
     // slots, and probes of 5 calls that served "as many" within their
     // noise took the limit to 1: 2.3% of the capacity over the run. A
     // probe now keeps its lower limit only beyond its noise.
-    let shape = grid::SHAPES
-        .iter()
-        .find(|s| s.name() == "ps-64x50ms-exp-10x")
-        .expect("the grid has the shape");
-    let cell = grid::run_cell(shape, 3.0, grid::Contender::Defaults, 19..20);
+    let cell = grid::run_cell(
+        grid_shape("ps-64x50ms-exp-10x"),
+        3.0,
+        grid::Contender::Defaults,
+        19..20,
+    );
     assert!(cell.goodput_pct >= 75.0, "{cell:?}");
+}
+
+/// The defaults grid's shape named `name`.
+fn grid_shape(name: &str) -> &'static grid::Shape {
+    grid::SHAPES
+        .iter()
+        .find(|s| s.name() == name)
+        .expect("the grid has the shape")
 }
