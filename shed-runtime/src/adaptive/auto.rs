@@ -96,10 +96,10 @@ const COLD_QUEUE: f64 = 1.1;
 ///   throughput's fall.
 /// - **Probe.** Every `probe_every` windows in which the limit binds (for
 ///   calls of varying length, see below), one window runs at `probe` times
-///   the limit. If it admits as many calls a
-///   second (and more than its own slots would with no queue, by two
-///   standard errors of its count), the rest of the concurrency was only
-///   queueing: the lower limit stays. Either way its latency refreshes the no-queue latency, which
+///   the limit. If it admits as many calls a second (and more than its
+///   own slots would with no queue, by two standard errors of its count),
+///   the rest of the concurrency was only queueing: the lower limit
+///   stays. Either way its latency refreshes the no-queue latency, which
 ///   sustained overload would otherwise never show. A throughput 1.5 times
 ///   the usual one is a recovery: the usual rate becomes the new one. If
 ///   the calls' latency fell below the no-load one, it becomes the no-load
