@@ -238,3 +238,25 @@ fn grid_shape(name: &str) -> &'static grid::Shape {
         .find(|s| s.name() == name)
         .expect("the grid has the shape")
 }
+
+#[test]
+fn a_pool_below_its_load_judges_its_slowdown_against_a_rate_it_bound_at() {
+    // 64 fifo workers of 50 ms (constant) at 0.8x, seed 1: the limit last
+    // bound in the cold start, and a window that closed just after a
+    // batch read 1,828 calls a second from a pool that does 1,280. The
+    // slowdown to 200 ms was judged against that rate: the no-load
+    // latency read 286 ms, the limit grew to 114 slots, and the calls
+    // queued past their 250 ms timeout (15.6% of the slowed pool in its
+    // worst second, never back to 90% before the recovery).
+    let cell = grid::run_cell(
+        grid_shape("fifo-64x50ms-const-5x"),
+        0.8,
+        grid::Contender::Defaults,
+        1..2,
+    );
+    assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
+    assert!(
+        cell.converged_s[1].is_some_and(|s| s <= 2.0),
+        "back within 2 s of the slowdown: {cell:?}"
+    );
+}

@@ -774,3 +774,31 @@ fn a_probe_of_a_few_calls_keeps_the_lower_limit_only_beyond_its_noise() {
     };
     assert_eq!(auto.next_limit(&many), 24.0);
 }
+
+#[test]
+fn a_slowdown_is_judged_against_a_rate_the_limit_bound_at_not_a_batch() {
+    // As above, but one window below capacity closed just after a batch
+    // of completions: 183 calls of 50 ms in 100 ms, 1,830 a second from
+    // a pool that does 1,280. Judged against that rate, the slowdown to
+    // 200 ms read as 5.7 times slower, the no-load latency as 286 ms, and
+    // the slowed calls' queue as none: the limit grew past the pool.
+    let mut auto = Auto::default();
+    let mut limit = 2.0;
+    while limit < 128.0 {
+        limit = drive(&mut auto, limit, 1, |l| one_length_at(50.0, 64.0, l))[0];
+    }
+    for calls in [100, 183, 100] {
+        let below = Window {
+            min_latency: Duration::from_millis(50),
+            ..window(50.0, limit, calls, false)
+        };
+        assert_eq!(auto.next_limit(&below), limit, "an unused limit holds");
+    }
+    let slow = drive(&mut auto, limit, 30, |l| one_length_at(200.0, 64.0, l));
+    let no_load = auto.no_load_latency().unwrap();
+    assert!(
+        (Duration::from_millis(190)..=Duration::from_millis(210)).contains(&no_load),
+        "{no_load:?} {slow:?}"
+    );
+    assert!(slow[10..].iter().all(|&l| l.round() <= 70.0), "{slow:?}");
+}
