@@ -503,6 +503,17 @@ fn calls_of_one_length_back_from_a_slowdown_learn_their_latency_below_the_pool()
     );
 }
 
+/// A cold start of calls of 50 ms in front of 64 workers, up to the
+/// limit of 128 it reaches; with that limit.
+fn a_cold_start_of_50ms_calls_past_64_workers() -> (Auto, f64) {
+    let mut auto = Auto::default();
+    let mut limit = 2.0;
+    while limit < 128.0 {
+        limit = drive(&mut auto, limit, 1, |l| one_length_at(50.0, 64.0, l))[0];
+    }
+    (auto, limit)
+}
+
 #[test]
 fn a_slowdown_right_after_a_load_below_capacity_keeps_the_pool_busy() {
     // 64 workers of 50 ms under 0.8x: the cold start doubles to 128 and
@@ -511,11 +522,7 @@ fn a_slowdown_right_after_a_load_below_capacity_keeps_the_pool_busy() {
     // the usual one: the slowdown is read as such (the no-load latency
     // scales, the limit keeps the 64 workers busy); read as a queue, the
     // limit fell to 12-18 slots and served a quarter of the slowed pool.
-    let mut auto = Auto::default();
-    let mut limit = 2.0;
-    while limit < 128.0 {
-        limit = drive(&mut auto, limit, 1, |l| one_length_at(50.0, 64.0, l))[0];
-    }
+    let (mut auto, limit) = a_cold_start_of_50ms_calls_past_64_workers();
     assert!(auto.in_startup());
     for _ in 0..5 {
         let below = Window {
@@ -782,11 +789,7 @@ fn a_slowdown_is_judged_against_a_rate_the_limit_bound_at_not_a_batch() {
     // a pool that does 1,280. Judged against that rate, the slowdown to
     // 200 ms read as 5.7 times slower, the no-load latency as 286 ms, and
     // the slowed calls' queue as none: the limit grew past the pool.
-    let mut auto = Auto::default();
-    let mut limit = 2.0;
-    while limit < 128.0 {
-        limit = drive(&mut auto, limit, 1, |l| one_length_at(50.0, 64.0, l))[0];
-    }
+    let (mut auto, limit) = a_cold_start_of_50ms_calls_past_64_workers();
     for calls in [100, 183, 100] {
         let below = Window {
             min_latency: Duration::from_millis(50),
