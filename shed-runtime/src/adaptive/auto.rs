@@ -89,7 +89,8 @@ const COLD_QUEUE: f64 = 1.1;
 ///   slot at least), or by a quarter of that.
 /// - **Slowdown.** Two windows in a row with latency up and the throughput
 ///   below 0.6 of the usual (the smoothed throughput of binding windows,
-///   or before any since the startup, the highest recent one) at the same
+///   or before any since the startup, the highest recent one of a window
+///   in which the limit bound) at the same
 ///   limit are every call getting slower, not a queue (which keeps the
 ///   throughput): the limit stays (a pool of workers needs as many calls
 ///   in flight as before), and the no-load latency is scaled by the
