@@ -417,6 +417,18 @@ impl Auto {
     /// The next limit after window `w` (see the type's docs): the window
     /// read, then judged as a probe, in startup or in the steady state.
     fn decide(&mut self, w: &Window) -> f64 {
+        // A window in which no call finished, or that took no time, has
+        // no throughput (it reads 0), and every rule below judges one: as
+        // a rate, it made the bandwidth-delay product 0 and the limit 1.
+        // The controller's windows last 10 ms at least and hold a
+        // completion; a window that does not is not judged.
+        if w.finished == 0 || w.elapsed.is_zero() {
+            return if w.probe {
+                self.before_probe.take().unwrap_or(w.limit)
+            } else {
+                w.limit
+            };
+        }
         let latency = w.avg_latency.as_secs_f64().max(1e-9);
         // Calls of one length that start together end together: a window
         // that closes just after a batch of completions reads a rate its

@@ -805,3 +805,31 @@ fn a_slowdown_is_judged_against_a_rate_the_limit_bound_at_not_a_batch() {
     );
     assert!(slow[10..].iter().all(|&l| l.round() <= 70.0), "{slow:?}");
 }
+
+#[test]
+fn a_window_that_took_no_time_is_not_read_as_a_rate_of_zero() {
+    // Found by `properties`: a cold start whose first window held 32
+    // calls in no time read their rate as 0, the highest rate of the
+    // windows of 32 calls or more was that 0, and the startup ended at a
+    // bandwidth-delay product of 0 (the driver's floor of one slot).
+    let mut auto = Auto::default();
+    let no_time = Window {
+        elapsed: Duration::ZERO,
+        waiting: false,
+        ..window(0.0, 1.0, 32, false)
+    };
+    assert_eq!(auto.next_limit(&no_time), 1.0, "not judged");
+    let brief = |completed, latency_us: u64, shortest_us: u64| Window {
+        completed,
+        avg_latency: Duration::from_micros(latency_us),
+        min_latency: Duration::from_micros(shortest_us),
+        finished: 1,
+        elapsed: Duration::from_micros(1),
+        ..window(0.0, 1.0, completed, true)
+    };
+    let mut limit = 1.0;
+    for w in [brief(1, 1, 1), brief(16, 2, 0)] {
+        limit = auto.next_limit(&Window { limit, ..w });
+        assert!(limit >= 1.0, "{limit}");
+    }
+}
