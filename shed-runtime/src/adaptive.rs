@@ -664,6 +664,9 @@ impl Controller for AutoControl {
     }
 }
 
+#[cfg(all(test, not(shed_loom)))]
+mod properties;
+
 #[cfg(test)]
 mod tests {
     use super::*;

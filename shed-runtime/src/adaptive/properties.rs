@@ -1,0 +1,150 @@
+//! Every limit algorithm against any windows a limiter can report: the
+//! limits it asks for are finite and above zero (the driver clamps them
+//! to the bounds), its probes are of one slot at least, and it never
+//! panics. Each runs in the completion path of measured calls, so a panic
+//! there is a caller's panic, and a NaN limit is a limiter stuck where it
+//! was (the driver keeps the last finite one).
+//!
+//! `cargo test` runs 256 cases; `scripts/deep-checks` runs 10,000 in
+//! release mode (`SHED_PROPTEST_CASES=10000 cargo test --release -p
+//! shed-runtime --lib adaptive::properties`).
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+use tokio::time::Instant;
+
+use super::{Aimd, Auto, Fixed, Gradient2, LimitAlgorithm, Vegas, Window};
+
+/// A window as a limiter reports it, before the limit it ran at: any
+/// count, latency, length and concurrency, edges included (no time, no
+/// latency, no call finished, more calls in flight than the limit).
+#[derive(Debug, Clone)]
+struct Reported {
+    completed: u64,
+    latency: Duration,
+    shortest_share: f64,
+    max_in_flight: u64,
+    late: u64,
+    finished: u64,
+    elapsed: Duration,
+    waiting: bool,
+}
+
+fn reported() -> impl Strategy<Value = Reported> {
+    (
+        prop_oneof![1u64..40, 1u64..100_000],
+        prop_oneof![Just(0u64), 1u64..1_000, 1u64..60_000_000],
+        prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
+        prop_oneof![Just(0u64), 0u64..64, 0u64..20_000],
+        prop_oneof![Just(0u64), 0u64..100],
+        prop_oneof![Just(0u64), 0u64..100, 0u64..1_000_000],
+        prop_oneof![Just(0u64), 1u64..1_000, 1u64..120_000_000],
+        any::<bool>(),
+    )
+        .prop_map(
+            |(
+                completed,
+                latency_us,
+                shortest_share,
+                max_in_flight,
+                late,
+                finished,
+                elapsed_us,
+                waiting,
+            )| {
+                Reported {
+                    completed,
+                    latency: Duration::from_micros(latency_us),
+                    shortest_share,
+                    max_in_flight,
+                    late,
+                    finished,
+                    elapsed: Duration::from_micros(elapsed_us),
+                    waiting,
+                }
+            },
+        )
+}
+
+/// Runs `algorithm` over `windows` from a limit of `start` as the driver
+/// does (a probe limit if it asks for one, the next limit clamped to the
+/// bounds), checking each limit it asks for; `after` sees it after each
+/// window.
+fn drive<A: LimitAlgorithm>(
+    mut algorithm: A,
+    start: f64,
+    windows: Vec<Reported>,
+    mut after: impl FnMut(&A) -> Result<(), TestCaseError>,
+) -> Result<(), TestCaseError> {
+    let (min, max) = (1.0, 10_000.0);
+    let mut limit = start;
+    let mut at = Instant::now();
+    for w in windows {
+        let probe = algorithm.probe_limit(limit);
+        if let Some(probe) = probe {
+            prop_assert!(probe.is_finite() && probe >= 1.0, "a probe at {probe}");
+        }
+        at += w.elapsed;
+        let window = Window {
+            completed: w.completed,
+            avg_latency: w.latency,
+            min_latency: w.latency.mul_f64(w.shortest_share),
+            max_in_flight: w.max_in_flight,
+            late: w.late,
+            limit: probe.map_or(limit, |p| p.clamp(min, limit).round()),
+            probe: probe.is_some(),
+            finished: w.finished,
+            elapsed: w.elapsed,
+            waiting: w.waiting,
+            at,
+        };
+        let next = algorithm.next_limit(&window);
+        prop_assert!(next.is_finite() && next > 0.0, "{next} after {window:?}");
+        after(&algorithm)?;
+        limit = next.clamp(min, max);
+    }
+    Ok(())
+}
+
+fn windows() -> impl Strategy<Value = Vec<Reported>> {
+    proptest::collection::vec(reported(), 1..120)
+}
+
+fn cases() -> u32 {
+    std::env::var("SHED_PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(256)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn auto_asks_for_finite_limits_and_keeps_a_usable_no_load_latency(
+        windows in windows(),
+        start in 1.0f64..64.0,
+    ) {
+        drive(Auto::default(), start, windows, |auto| {
+            // Scales the controller's windows and the default budgets
+            // (`Duration::from_secs_f64` panics on NaN or a negative).
+            if let Some(no_load) = auto.no_load_latency() {
+                prop_assert!(no_load.checked_mul(4).is_some(), "{no_load:?}");
+            }
+            Ok(())
+        })?;
+    }
+
+    #[test]
+    fn the_other_algorithms_ask_for_finite_limits(
+        windows in windows(),
+        start in 1.0f64..64.0,
+        target_us in 1u64..1_000_000,
+    ) {
+        drive(Aimd::new(Duration::from_micros(target_us)), start, windows.clone(), |_| Ok(()))?;
+        drive(Vegas::default(), start, windows.clone(), |_| Ok(()))?;
+        drive(Gradient2::default(), start, windows.clone(), |_| Ok(()))?;
+        drive(Fixed, start, windows, |_| Ok(()))?;
+    }
+}
