@@ -112,6 +112,23 @@ fn largest_capacity_with_churn() {
     });
 }
 
+/// The adaptive default, as with nothing configured: completions close
+/// its windows (whichever takes the controller's lock) and move the limit
+/// while calls are cancelled, panic, wait past their budgets and switch
+/// classes and modes, and weights up to 32 queue behind a limit that
+/// starts at 2.
+#[test]
+fn adaptive_default() {
+    run(Plan {
+        adaptive: true,
+        churn: Churn {
+            capacity: false,
+            ..Churn::ALL
+        },
+        ..Plan::new("adaptive_default")
+    });
+}
+
 /// The calls go to the process-wide limiter outside any call context, as
 /// `#[shed]` fns' do: the only limiter whose permits of an untimed call of
 /// a class without a word of its own (`critical` here) give their slots

@@ -114,6 +114,9 @@ pub fn watch(shared: &Arc<Shared>, limit: Duration) {
     while !shared.stop.load(Ordering::Relaxed) {
         thread::sleep(Duration::from_millis(1));
         let stats = limiter.stats();
+        shared
+            .highest_capacity
+            .fetch_max(stats.capacity, Ordering::Relaxed);
         let admitted: u64 = stats.classes.iter().map(|c| c.admitted).sum();
         let stalled = limiter.mode() == Mode::Enforce && stats.queued > 0 && stats.in_flight == 0;
         stalled_since = match stalled_since {

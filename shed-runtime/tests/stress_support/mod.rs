@@ -7,7 +7,7 @@ pub mod switches;
 pub mod wake_clock;
 pub mod workload;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
@@ -56,6 +56,12 @@ pub struct Plan {
     /// back on the inline path (one `fetch_sub`, no reference count).
     /// Only one scenario of the binary may set it.
     pub process_wide: bool,
+    /// Whether the limiter runs the adaptive default, as with nothing
+    /// configured (no capacity, queue bound or sampling given, and
+    /// `critical` on the budget it learns): it starts at 2 slots and the
+    /// completions move it, up to `max_capacity` for the weights. The
+    /// churn must leave the capacity alone (setting it pins it).
+    pub adaptive: bool,
 }
 
 impl Plan {
@@ -75,6 +81,7 @@ impl Plan {
             runtime_threads: 2,
             queue_bound: 4,
             process_wide: false,
+            adaptive: false,
         }
     }
 }
@@ -107,24 +114,31 @@ fn settings() -> (Duration, u64) {
 fn build(plan: &Plan) -> Limiter {
     let mut capacity = plan.max_capacity;
     loop {
-        let mut config = Config::new()
-            .capacity(capacity)
-            .classes([
-                ClassSpec::new("critical", 0).max_wait(Duration::from_millis(20)),
-                ClassSpec::new("optional", 1)
-                    .share(0.75)
-                    .floor(if plan.floors { 2 } else { 0 })
-                    .max_wait(Duration::from_millis(10)),
-                ClassSpec::new("background", 2)
-                    .share(0.5)
-                    .floor(u32::from(plan.floors))
-                    .max_wait(Duration::from_millis(5)),
-                ClassSpec::new("batch", 3)
-                    .share(0.25)
-                    .max_wait(Duration::from_millis(2)),
-            ])
-            .queue_bound(u64::from(capacity) * plan.queue_bound)
-            .service_time_sampling(4);
+        let critical = ClassSpec::new("critical", 0);
+        let mut config = Config::new().classes([
+            if plan.adaptive {
+                critical
+            } else {
+                critical.max_wait(Duration::from_millis(20))
+            },
+            ClassSpec::new("optional", 1)
+                .share(0.75)
+                .floor(if plan.floors { 2 } else { 0 })
+                .max_wait(Duration::from_millis(10)),
+            ClassSpec::new("background", 2)
+                .share(0.5)
+                .floor(u32::from(plan.floors))
+                .max_wait(Duration::from_millis(5)),
+            ClassSpec::new("batch", 3)
+                .share(0.25)
+                .max_wait(Duration::from_millis(2)),
+        ]);
+        if !plan.adaptive {
+            config = config
+                .capacity(capacity)
+                .queue_bound(u64::from(capacity) * plan.queue_bound)
+                .service_time_sampling(4);
+        }
         if plan.codel {
             config = config.codel(Codel::new(
                 Duration::from_millis(1),
@@ -177,8 +191,17 @@ pub fn run(plan: Plan) {
             .bytes()
             .fold(0u64, |h, b| h.wrapping_mul(31) ^ u64::from(b));
 
+    assert!(
+        !(plan.adaptive && (plan.churn.capacity || plan.churn.low_holds.is_some())),
+        "setting the capacity pins it: the adaptive default would stop"
+    );
     let limiter = build(&plan);
-    let max = limiter.capacity();
+    let max = if plan.adaptive {
+        plan.max_capacity
+    } else {
+        limiter.capacity()
+    };
+    let initial = limiter.capacity();
     let shared = Arc::new(Shared {
         limiter: limiter.clone(),
         stop: AtomicBool::new(false),
@@ -192,6 +215,7 @@ pub fn run(plan: Plan) {
         enforce_only: !plan.churn.modes,
         process_wide: plan.process_wide,
         spawned: Mutex::new(Vec::new()),
+        highest_capacity: AtomicU32::new(initial),
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(plan.runtime_threads)
@@ -228,6 +252,19 @@ pub fn run(plan: Plan) {
     shared.stop.store(true, Ordering::SeqCst);
     controller.join().expect("controller");
     watch.join().expect("watch");
+    let highest = shared.highest_capacity.load(Ordering::SeqCst);
+    if plan.adaptive {
+        eprintln!(
+            "stress {}: the limit went from {initial} up to {highest}",
+            plan.name
+        );
+    }
+    if plan.adaptive && highest <= initial {
+        shared.find(format!(
+            "the adaptive default never raised the limit from {initial} (stats: {:?})",
+            limiter.stats()
+        ));
+    }
 
     // Back to a state in which every queued call fits, then drain.
     limiter.set_mode(Mode::Enforce);

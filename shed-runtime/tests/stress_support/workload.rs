@@ -5,7 +5,7 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -56,6 +56,8 @@ pub struct Shared {
     pub process_wide: bool,
     /// Calls the controller started, awaited with the workers.
     pub spawned: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// The highest capacity the watch saw.
+    pub highest_capacity: AtomicU32,
 }
 
 impl Shared {
