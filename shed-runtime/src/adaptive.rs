@@ -656,11 +656,16 @@ impl Controller for AutoControl {
     }
 
     fn disable(&self) -> bool {
-        self.enabled.swap(false, Ordering::Relaxed)
+        AutoControl::disable(self)
     }
 
     fn enable(&self) {
         self.enabled.store(true, Ordering::Relaxed);
+    }
+
+    #[cfg(test)]
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

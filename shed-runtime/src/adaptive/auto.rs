@@ -1166,6 +1166,18 @@ impl AutoControl {
         if since < self.next_close.load(Ordering::Relaxed) {
             return;
         }
+        self.close_window(&mut driver, inner, now, since);
+    }
+
+    /// Closes the window at `now` (`since` the epoch) and opens the next,
+    /// unless the controller was stopped: under the controller's lock,
+    /// which [`AutoControl::disable`] waits for.
+    fn close_window(&self, driver: &mut Driver<Auto>, inner: &Inner, now: Instant, since: u64) {
+        // Read under the lock: a `disable` that returned before it was
+        // taken is seen (its swap came before its own turn with the lock).
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
         driver.close(inner, now);
         driver.open(inner, now);
         let algorithm = &driver.algorithm;
@@ -1193,6 +1205,25 @@ impl AutoControl {
         self.min_samples.store(samples, Ordering::Relaxed);
         self.next_close
             .store(since.saturating_add(nanos(length)), Ordering::Relaxed);
+    }
+
+    /// Stops the controller; returns whether it was running. Returns only
+    /// once no window is closing: a window that passed the `enabled` check
+    /// before the swap sets the limit before this returns, so the capacity
+    /// the caller sets next (a pin, a warm-up ramp's cap) is the last word.
+    /// Without the wait, a pin could land in the middle of a close and be
+    /// overwritten by it, with the controller stopped for good.
+    pub(crate) fn disable(&self) -> bool {
+        let was = self.enabled.swap(false, Ordering::Relaxed);
+        // Taken and let go: whoever held it has finished, and whoever
+        // takes it next sees `enabled` false (see `close_window`). A close
+        // that panicked poisoned it and set nothing after.
+        drop(
+            self.driver
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        was
     }
 
     /// Scales the default budgets to a no-load latency of `no_load`.

@@ -28,4 +28,8 @@ pub(crate) trait Controller: Send + Sync + 'static {
     /// Lets a controller stopped by [`Controller::disable`] set the
     /// capacity again, from where it left it (the end of a warm-up ramp).
     fn enable(&self);
+
+    /// The controller itself, for tests that drive it by hand.
+    #[cfg(test)]
+    fn as_any(&self) -> &dyn std::any::Any;
 }

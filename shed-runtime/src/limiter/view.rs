@@ -48,6 +48,13 @@ pub(crate) struct Completions {
 }
 
 impl Inner {
+    /// A measured completion of `took` with `in_flight` held, as a
+    /// permit's release records it, for tests that drive a controller.
+    #[cfg(test)]
+    pub(crate) fn record_completion(&self, took: std::time::Duration, in_flight: u64) {
+        self.window.record(took, in_flight);
+    }
+
     pub(crate) fn load(&self) -> Load {
         let s = self.core.snapshot();
         Load {

@@ -140,9 +140,10 @@ impl WarmUp {
             self.fraction.store(1.0f64.to_bits(), Ordering::Relaxed);
             return false;
         };
-        // Any other value was written by the adaptive default's window
-        // that was closing as the ramp paused it: the ramp's cap wins. A pin
-        // by the application goes through `pin`, under the ramp's lock.
+        // The ramp's cap wins over any other value (pausing the adaptive
+        // default waited for the window it was closing, see
+        // `AutoControl::disable`). A pin by the application goes through
+        // `pin`, under the ramp's lock.
         let capacity = inner.core.snapshot().capacity;
         let elapsed = now.saturating_duration_since(ramp.started);
         let fraction = START_FRACTION

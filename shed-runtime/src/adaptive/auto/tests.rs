@@ -833,3 +833,42 @@ fn a_window_that_took_no_time_is_not_read_as_a_rate_of_zero() {
         assert!(limit >= 1.0, "{limit}");
     }
 }
+
+#[test]
+fn a_capacity_pinned_while_a_window_closes_is_not_overwritten_by_it() {
+    // A completion closing a window holds the controller's lock when the
+    // application pins the capacity on another thread. The pin must be
+    // the last word: before, the close set the limit after it, and the
+    // pinned 100 slots became the adaptive limit's 2, with the controller
+    // stopped for good.
+    let limiter = crate::Config::new().build().unwrap();
+    let inner = &limiter.inner;
+    let control = inner.auto.as_deref().unwrap().as_any();
+    let control = control.downcast_ref::<AutoControl>().unwrap();
+    for _ in 0..12 {
+        inner.record_completion(Duration::from_millis(10), 2);
+    }
+    let mut closing = control.driver.lock().unwrap();
+    let pin = std::thread::spawn({
+        let limiter = limiter.clone();
+        move || limiter.set_capacity(100)
+    });
+    while control.enabled.load(Ordering::Relaxed) {
+        std::thread::yield_now();
+    }
+    // The pin is under way: it waits for the closing window (a close
+    // past its own check of `enabled` would set the limit after it).
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!pin.is_finished(), "the pin waits for the closing window");
+    let since = nanos(Duration::from_secs(1));
+    control.close_window(
+        &mut closing,
+        inner,
+        control.epoch + Duration::from_secs(1),
+        since,
+    );
+    drop(closing);
+    pin.join().unwrap();
+    assert_eq!(limiter.capacity(), 100);
+    assert!(!limiter.is_adaptive());
+}
