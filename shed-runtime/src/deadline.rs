@@ -50,7 +50,20 @@ pub fn with_deadline<F: Future>(deadline: Instant, future: F) -> impl Future<Out
 /// # }
 /// ```
 pub fn with_deadline_in<F: Future>(budget: Duration, future: F) -> impl Future<Output = F::Output> {
-    with_deadline(Instant::now() + budget, future)
+    with_deadline(after(Instant::now(), budget), future)
+}
+
+/// How far ahead [`after`] puts a time the clock cannot hold: about 30
+/// years, as tokio does for a sleep of `Duration::MAX`.
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// The instant `wait` after `at`, or, for a wait past what the clock can
+/// hold (`Duration::MAX` is how callers say "no limit"), about 30 years
+/// after it: `Instant + Duration` panics on overflow, in the caller's
+/// task.
+pub(crate) fn after(at: Instant, wait: Duration) -> Instant {
+    at.checked_add(wait)
+        .unwrap_or_else(|| at.checked_add(FAR_FUTURE).unwrap_or(at))
 }
 
 /// The current task's deadline, if the caller set one.

@@ -125,7 +125,7 @@ impl LagProbeBuilder {
             let gauge = metrics::gauge!("shed_runtime_lag_max_seconds");
             let mut recent = std::collections::VecDeque::with_capacity(self.window);
             loop {
-                let planned = Instant::now() + self.interval;
+                let planned = crate::deadline::after(Instant::now(), self.interval);
                 tokio::time::sleep_until(planned).await;
                 let lag = Instant::now().saturating_duration_since(planned);
                 let Some(shared) = weak.upgrade() else {

@@ -22,6 +22,7 @@ use super::budget::RetryBudget;
 use super::classify::{self, Pushback};
 use super::headers;
 use super::throttle::AdaptiveThrottle;
+use crate::deadline::after;
 
 /// The error type of the client service: the inner service's error, or a
 /// [`LocalRefusal`] (find it with `error.downcast_ref::<LocalRefusal>()`).
@@ -392,7 +393,7 @@ impl ClientLayer {
             let wait = pushback.unwrap_or(Duration::ZERO) + self.backoff.delay(attempt);
             if let Some(deadline) = deadline {
                 // The retry must still leave time for the server when it goes.
-                let resend = Instant::now() + wait;
+                let resend = after(Instant::now(), wait);
                 if resend + self.margin + Duration::from_millis(1) > deadline {
                     self.count(
                         &c.retries_past_deadline,
@@ -405,7 +406,7 @@ impl ClientLayer {
             // at once; checked again when due (before the throttle, which
             // counts what it lets through), as the rate of first attempts
             // may have fallen since.
-            let mut resend = Instant::now() + wait;
+            let mut resend = after(Instant::now(), wait);
             let reservation = match &self.budget {
                 Some(budget) => match budget.reserve(resend) {
                     // Paced: the budget may defer it (see RetryBudget).

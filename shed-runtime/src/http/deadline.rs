@@ -126,7 +126,7 @@ impl DeadlineHeaders {
 
     /// The deadline of a request arriving now.
     pub fn deadline(&self, headers: &HeaderMap) -> Instant {
-        Instant::now() + self.timeout(headers)
+        crate::deadline::after(Instant::now(), self.timeout(headers))
     }
 }
 

@@ -18,6 +18,7 @@ use super::deadline::DeadlineHeaders;
 use super::degraded::{self, DEGRADED_FALLBACK, DEGRADED_HEADER};
 use super::grpc::{grpc_refusal_response, is_grpc};
 use super::problem::refusal_response;
+use crate::deadline::after;
 use crate::{Limiter, Policy};
 
 /// What the layer does with a request, decided by the server from the
@@ -446,8 +447,8 @@ where
         // server's cap still decides whether the answer was in time.
         let requested = self.layer.deadlines.requested(request.headers());
         let cap = self.layer.deadlines.cap();
-        let deadline = arrived + requested.unwrap_or(cap);
-        let hold_until = arrived + self.layer.max_hold.unwrap_or(cap);
+        let deadline = after(arrived, requested.unwrap_or(cap));
+        let hold_until = after(arrived, self.layer.max_hold.unwrap_or(cap));
         let cut = self.layer.cut;
         let counters = Arc::clone(&self.layer.counters);
         let attempt = self.layer.attempts.attempt(request.headers());
@@ -490,7 +491,7 @@ where
             let hold_until = response
                 .extensions()
                 .get::<MaxHold>()
-                .map_or(hold_until, |hold| arrived + hold.0);
+                .map_or(hold_until, |hold| after(arrived, hold.0));
             Ok(response.map(|body| {
                 GuardedBody::guarded(
                     body,

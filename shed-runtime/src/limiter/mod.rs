@@ -700,7 +700,7 @@ impl Held {
             Some(auto) => auto.budget(&state.spec),
             None => state.spec.default_max_wait(),
         });
-        let mut gives_up = (arrived + budget, Reason::MaxWait);
+        let mut gives_up = (crate::deadline::after(arrived, budget), Reason::MaxWait);
         if let Some(deadline) = deadline {
             // Read already by `decide`'s deadline check.
             let expected = expected.unwrap_or_else(|| held.expected_service(stats));

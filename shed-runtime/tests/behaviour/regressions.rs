@@ -214,3 +214,38 @@ async fn observe_mode_counts_a_late_call_that_would_have_waited() {
     let critical = &stats.classes[0];
     assert_eq!((critical.served_in_time, critical.late), (0, 2));
 }
+
+/// `Duration::MAX` is how a caller says "no limit": a budget, a deadline
+/// budget or a server's cap of it must wait as long as it takes, not
+/// overflow the clock (`Instant + Duration` panics) in the caller's task.
+#[tokio::test(start_paused = true)]
+async fn a_budget_of_duration_max_waits_instead_of_overflowing_the_clock() {
+    let limiter = Config::new()
+        .capacity(1)
+        .class(ClassSpec::new("critical", 0).max_wait(Duration::MAX))
+        .build()
+        .unwrap();
+    let held = limiter.acquire("critical", 1, "first").await.unwrap();
+    let waiting = tokio::spawn({
+        let limiter = limiter.clone();
+        async move { limiter.acquire("critical", 1, "patient").await.map(drop) }
+    });
+    advance(Duration::from_secs(3600)).await;
+    drop(held);
+    assert!(
+        waiting.await.expect("no panic").is_ok(),
+        "admitted once the slot is free"
+    );
+    // A policy's own budget, and a deadline budget, likewise.
+    let patient = Policy::leak("patient", "critical", Some(Duration::MAX), 1);
+    let held = limiter.acquire("critical", 1, "first").await.unwrap();
+    let waiting = tokio::spawn({
+        let limiter = limiter.clone();
+        shed_runtime::with_deadline_in(Duration::MAX, async move {
+            limiter.acquire_as(patient).await.map(drop)
+        })
+    });
+    advance(Duration::from_secs(3600)).await;
+    drop(held);
+    assert!(waiting.await.expect("no panic").is_ok());
+}
