@@ -378,7 +378,10 @@ impl Config {
         {
             config.capacity = Some(DEFAULT_CAPACITY);
         }
-        if config.auto.min == 0 || config.auto.min > config.auto.max {
+        if config.auto.min == 0
+            || config.auto.min > config.auto.max
+            || !(config.auto.wait_factor.is_finite() && config.auto.wait_factor > 0.0)
+        {
             config.auto = AutoSettings::default();
         }
         config.auto.max = config.auto.max.min(MAX_CAPACITY as u32);

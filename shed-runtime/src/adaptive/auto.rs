@@ -1242,7 +1242,12 @@ impl AutoControl {
         }
         let scale = f64::from_bits(self.wait_scale.load(Ordering::Relaxed));
         if scale > 0.0 {
-            default.mul_f64(scale).max(Duration::from_micros(100))
+            // Past what a `Duration` holds (a `wait_factor` that large):
+            // no limit, which the queue's clock takes (see
+            // `deadline::after`). `mul_f64` would panic in the caller.
+            Duration::try_from_secs_f64(default.as_secs_f64() * scale)
+                .unwrap_or(Duration::MAX)
+                .max(Duration::from_micros(100))
         } else {
             default
         }

@@ -96,6 +96,12 @@ impl Config {
                 a.min, a.max
             )));
         }
+        if !(a.wait_factor.is_finite() && a.wait_factor > 0.0) {
+            problems.push(Problem::plain(format!(
+                "the adaptive default's wait_factor must be a finite number above 0, got {}",
+                a.wait_factor
+            )));
+        }
         if self.classes.is_empty() {
             problems.push(Problem::plain(
                 "at least one class must be configured".into(),
@@ -113,5 +119,44 @@ impl Config {
             }
         }
         problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::adaptive::AutoSettings;
+    use crate::Config;
+
+    #[test]
+    fn adaptive_settings_out_of_range_are_reported_all_at_once() {
+        let settings = AutoSettings {
+            min: 0,
+            wait_factor: f64::NAN,
+            ..AutoSettings::default()
+        };
+        let errors = Config::new().adaptive(settings).build().unwrap_err();
+        let report = errors.to_string();
+        assert!(report.contains("1 <= min <= max"), "{report}");
+        assert!(
+            report.contains("wait_factor must be a finite number above 0, got NaN"),
+            "{report}"
+        );
+        for bad in [f64::INFINITY, -1.0, 0.0] {
+            let settings = AutoSettings {
+                wait_factor: bad,
+                ..AutoSettings::default()
+            };
+            let report = Config::new()
+                .adaptive(settings)
+                .build()
+                .unwrap_err()
+                .to_string();
+            assert!(report.contains(&format!("got {bad}")), "{report}");
+        }
+        let fine = AutoSettings {
+            wait_factor: 0.5,
+            ..AutoSettings::default()
+        };
+        assert!(Config::new().adaptive(fine).build().is_ok());
     }
 }

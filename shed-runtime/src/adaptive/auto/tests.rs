@@ -872,3 +872,17 @@ fn a_capacity_pinned_while_a_window_closes_is_not_overwritten_by_it() {
     assert_eq!(limiter.capacity(), 100);
     assert!(!limiter.is_adaptive());
 }
+
+#[test]
+fn a_budget_past_what_a_duration_holds_is_no_limit_not_a_panic() {
+    // The configuration refuses such a factor; the controller built
+    // without it (or a no-load latency of hours) must still not panic in
+    // the caller's task.
+    let control = AutoControl::new(AutoSettings {
+        wait_factor: 1e300,
+        ..AutoSettings::default()
+    });
+    control.learn_budgets(Duration::from_secs(1));
+    let critical = &ClassSpec::defaults()[0];
+    assert_eq!(control.budget(critical), Duration::MAX);
+}
