@@ -69,7 +69,17 @@ fn main() -> ExitCode {
                 };
                 contenders = vec![c];
             }
-            ("--shape", Some(prefix)) => shapes.retain(|s| s.name().starts_with(prefix)),
+            ("--shape", Some(prefix)) => {
+                shapes.retain(|s| s.name().starts_with(prefix));
+                if shapes.is_empty() {
+                    let names: Vec<String> = grid::SHAPES.iter().map(|s| s.name()).collect();
+                    eprintln!(
+                        "no shape's name starts with `{prefix}` (shapes: {})\n{USAGE}",
+                        names.join(", ")
+                    );
+                    return ExitCode::from(2);
+                }
+            }
             _ => {
                 eprintln!("{USAGE}");
                 return ExitCode::from(2);
