@@ -295,9 +295,7 @@ impl Limiter {
     /// capacity: the adaptive default, if it ran, stops (a spawned
     /// [`AdaptiveLimit`](crate::adaptive::AdaptiveLimit) goes on).
     pub fn set_capacity(&self, capacity: u32) {
-        if let Some(auto) = &self.inner.auto {
-            auto.disable();
-        }
+        // The pin stops the adaptive default (under the warm-up's lock).
         self.inner
             .window_readers
             .fetch_and(!READ_BY_AUTO, Ordering::Relaxed);

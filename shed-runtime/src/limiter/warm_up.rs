@@ -80,6 +80,12 @@ impl WarmUp {
     /// a controller's write, nor overwrites it.
     pub(crate) fn pin(&self, inner: &Inner, capacity: u64) {
         let mut ramp = lock(&self.ramp);
+        // Stopped under the ramp's lock: a ramp ending between a stop
+        // taken before it and the pin would hand the adaptive default
+        // back, and its next window would overwrite the pin.
+        if let Some(auto) = &inner.auto {
+            auto.disable();
+        }
         match ramp.as_mut() {
             Some(ramp) => {
                 ramp.reference = capacity;
@@ -335,6 +341,26 @@ mod tests {
             .step(&limiter.inner, Instant::now() + Duration::from_secs(2)));
         assert_eq!(limiter.capacity(), 40);
         assert!(!limiter.is_adaptive());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pin_racing_the_end_of_a_ramp_keeps_the_adaptive_default_stopped() {
+        let limiter = crate::Config::new()
+            .warm_up(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        assert!(
+            limiter.begin_warm_up(),
+            "the ramp pauses the adaptive default"
+        );
+        // `set_capacity` stopped the controller before its pin, and the
+        // ramp ended in between, handing the controller back.
+        limiter.inner.auto.as_deref().unwrap().disable();
+        let ended = Instant::now() + Duration::from_secs(2);
+        assert!(!limiter.inner.warm_up.step(&limiter.inner, ended));
+        limiter.inner.warm_up.pin(&limiter.inner, 40);
+        assert_eq!(limiter.capacity(), 40);
+        assert!(!limiter.is_adaptive(), "the pin stops it for good");
     }
 
     #[test]
