@@ -363,6 +363,27 @@ mod tests {
         assert!(!limiter.is_adaptive(), "the pin stops it for good");
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn an_adaptive_limit_spawned_during_a_ramp_is_the_only_controller_after_it() {
+        let limiter = crate::Config::new()
+            .warm_up(Duration::from_secs(1))
+            .build()
+            .unwrap();
+        assert!(
+            limiter.begin_warm_up(),
+            "the ramp pauses the adaptive default"
+        );
+        let spawned =
+            crate::adaptive::AdaptiveLimit::new(crate::adaptive::Fixed).spawn(limiter.clone());
+        let ended = Instant::now() + Duration::from_secs(2);
+        assert!(!limiter.inner.warm_up.step(&limiter.inner, ended));
+        assert!(
+            !limiter.is_adaptive(),
+            "the ramp's end does not hand the default back beside it"
+        );
+        spawned.abort();
+    }
+
     #[test]
     fn ticks_are_a_fiftieth_of_the_ramp_within_bounds() {
         assert_eq!(tick(Duration::from_secs(10)), Duration::from_millis(200));
