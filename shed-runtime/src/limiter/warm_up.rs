@@ -343,16 +343,20 @@ mod tests {
         assert!(!limiter.is_adaptive());
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_pin_racing_the_end_of_a_ramp_keeps_the_adaptive_default_stopped() {
+    /// An adaptive limiter with a warm-up of 1 s, its ramp begun (which
+    /// pauses the adaptive default).
+    fn adaptive_in_a_ramp() -> crate::Limiter {
         let limiter = crate::Config::new()
             .warm_up(Duration::from_secs(1))
             .build()
             .unwrap();
-        assert!(
-            limiter.begin_warm_up(),
-            "the ramp pauses the adaptive default"
-        );
+        assert!(limiter.is_adaptive() && limiter.begin_warm_up());
+        limiter
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pin_racing_the_end_of_a_ramp_keeps_the_adaptive_default_stopped() {
+        let limiter = adaptive_in_a_ramp();
         // `set_capacity` stopped the controller before its pin, and the
         // ramp ended in between, handing the controller back.
         limiter.inner.auto.as_deref().unwrap().disable();
@@ -365,14 +369,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn an_adaptive_limit_spawned_during_a_ramp_is_the_only_controller_after_it() {
-        let limiter = crate::Config::new()
-            .warm_up(Duration::from_secs(1))
-            .build()
-            .unwrap();
-        assert!(
-            limiter.begin_warm_up(),
-            "the ramp pauses the adaptive default"
-        );
+        let limiter = adaptive_in_a_ramp();
         let spawned =
             crate::adaptive::AdaptiveLimit::new(crate::adaptive::Fixed).spawn(limiter.clone());
         let ended = Instant::now() + Duration::from_secs(2);
