@@ -115,14 +115,15 @@ fn largest_capacity_with_churn() {
 /// The adaptive default, as with nothing configured: completions close
 /// its windows (whichever takes the controller's lock) and move the limit
 /// while calls are cancelled, panic, wait past their budgets and switch
-/// classes and modes, and weights up to 32 queue behind a limit that
-/// starts at 2.
+/// classes and modes, warm-up ramps of 30 ms pause it and hand it back,
+/// and weights up to 32 queue behind a limit that starts at 2.
 #[test]
 fn adaptive_default() {
     run(Plan {
         adaptive: true,
         churn: Churn {
             capacity: false,
+            warm_ups: true,
             ..Churn::ALL
         },
         ..Plan::new("adaptive_default")

@@ -28,6 +28,9 @@ pub struct Churn {
     /// Instead of the above: the full capacity for a moment (heavy calls
     /// get in or queue), then a low one held for this long.
     pub low_holds: Option<Duration>,
+    /// A warm-up ramp begun (or restarted) every 70 ms or so, which
+    /// pauses the adaptive default and hands it back at its end.
+    pub warm_ups: bool,
 }
 
 impl Churn {
@@ -37,6 +40,7 @@ impl Churn {
         modes: false,
         long_offs: None,
         low_holds: None,
+        warm_ups: false,
     };
     pub const ALL: Churn = Churn {
         capacity: true,
@@ -44,6 +48,7 @@ impl Churn {
         modes: true,
         long_offs: None,
         low_holds: None,
+        warm_ups: false,
     };
 }
 
@@ -90,6 +95,10 @@ pub fn control(shared: &Shared, churn: Churn, mut rng: Rng, runtime: &Handle) {
                 6..=8 => Mode::Observe,
                 _ => Mode::Off,
             }),
+            8 if churn.warm_ups && rng.u8(0..20) == 0 => {
+                let _runtime = runtime.enter();
+                assert!(limiter.begin_warm_up(), "a warm-up is configured");
+            }
             _ => {}
         }
     }

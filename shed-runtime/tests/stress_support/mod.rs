@@ -133,6 +133,9 @@ fn build(plan: &Plan) -> Limiter {
                 .share(0.25)
                 .max_wait(Duration::from_millis(2)),
         ]);
+        if plan.churn.warm_ups {
+            config = config.warm_up(Duration::from_millis(30));
+        }
         if !plan.adaptive {
             config = config
                 .capacity(capacity)
