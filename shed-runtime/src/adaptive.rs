@@ -231,7 +231,12 @@ impl LimitAlgorithm for Vegas {
         // becomes the new no-load within seconds, without probing at a
         // tiny limit.
         let rtt = w.avg_latency.max(Duration::from_nanos(1));
-        let drifted = self.no_load.map(|d| d.mul_f64(1.0 + self.drift));
+        // Not `mul_f64`, which panics (in the controller's task) on a
+        // drift that is not a number or takes the estimate out of range:
+        // such a drift refreshes the estimate from this window instead.
+        let drifted = self
+            .no_load
+            .and_then(|d| Duration::try_from_secs_f64(d.as_secs_f64() * (1.0 + self.drift)).ok());
         let no_load = match drifted {
             Some(d) if d <= rtt => d,
             _ => rtt,
