@@ -504,9 +504,7 @@ impl AdaptiveLimit {
         limiter: Limiter,
         mut observe: impl FnMut(&Window, u32) + Send + 'static,
     ) -> tokio::task::JoinHandle<()> {
-        if let Some(auto) = &limiter.inner.auto {
-            auto.disable();
-        }
+        // The adaptive default stops with the pin below (`set_capacity`).
         limiter.read_by_adaptive_limit();
         let limit = f64::from(
             self.initial

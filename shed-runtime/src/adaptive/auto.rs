@@ -263,6 +263,13 @@ struct Filter {
 }
 
 impl Filter {
+    /// A filter holding `sample` alone.
+    fn only(sample: f64) -> Self {
+        let mut filter = Self::default();
+        filter.push(sample);
+        filter
+    }
+
     fn push(&mut self, sample: f64) {
         self.samples[self.next] = sample;
         self.next = (self.next + 1) % HORIZON;
@@ -421,7 +428,8 @@ impl Auto {
         // no throughput (it reads 0), and every rule below judges one: as
         // a rate, it made the bandwidth-delay product 0 and the limit 1.
         // The controller's windows last 10 ms at least and hold a
-        // completion; a window that does not is not judged.
+        // completion; a window that does not is not judged. Past this,
+        // every window's rate is above 0.
         if w.finished == 0 || w.elapsed.is_zero() {
             return if w.probe {
                 self.before_probe.take().unwrap_or(w.limit)
@@ -461,7 +469,6 @@ impl Auto {
         // first windows of a cold start hold a few calls, the short ones
         // first, whose mean is far below Little's latency too.)
         let idle_before = binds
-            && rate > 0.0
             && w.elapsed.as_secs_f64() >= (10.0 * latency).max(IDLE_WINDOW)
             && w.limit / rate > IDLE_BEFORE * latency;
         if idle_before && w.probe {
@@ -663,7 +670,7 @@ impl Auto {
             binds,
             ..
         } = r;
-        if !binds || rate <= 0.0 {
+        if !binds {
             return w.limit;
         }
         // Calls already queue inside the service (the mean is biased
@@ -916,12 +923,9 @@ impl Auto {
                 self.slower_windows = 0;
                 let slower = (usual / rate.max(1e-9)).min(latency / no_load);
                 self.no_load = Some(no_load * slower);
-                self.rates = Filter::default();
-                self.rates.push(rate);
-                self.bound_rates = Filter::default();
-                self.bound_rates.push(rate);
-                self.any_rates = Filter::default();
-                self.any_rates.push(rate);
+                self.rates = Filter::only(rate);
+                self.bound_rates = Filter::only(rate);
+                self.any_rates = Filter::only(rate);
                 self.binding_rate = Some(rate);
                 self.stale = 0;
                 self.stale_latency = f64::INFINITY;

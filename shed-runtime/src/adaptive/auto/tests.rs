@@ -514,20 +514,17 @@ fn a_cold_start_of_50ms_calls_past_64_workers() -> (Auto, f64) {
     (auto, limit)
 }
 
-#[test]
-fn a_slowdown_right_after_a_load_below_capacity_keeps_the_pool_busy() {
-    // 64 workers of 50 ms under 0.8x: the cold start doubles to 128 and
-    // the limit never binds again, so no usual rate is known when every
-    // call becomes four times slower. The rate the limit once bound at is
-    // the usual one: the slowdown is read as such (the no-load latency
-    // scales, the limit keeps the 64 workers busy); read as a queue, the
-    // limit fell to 12-18 slots and served a quarter of the slowed pool.
+/// That cold start, then windows below capacity of `calls` calls of 50 ms
+/// each (the limit holds through them), then 30 windows of every call
+/// four times slower: the limits of those, once the no-load latency has
+/// been checked to follow the slowdown to 200 ms.
+fn a_slowdown_to_200ms_after_windows_below_capacity(calls: &[u64]) -> Vec<f64> {
     let (mut auto, limit) = a_cold_start_of_50ms_calls_past_64_workers();
     assert!(auto.in_startup());
-    for _ in 0..5 {
+    for &calls in calls {
         let below = Window {
             min_latency: Duration::from_millis(50),
-            ..window(50.0, limit, 100, false)
+            ..window(50.0, limit, calls, false)
         };
         assert_eq!(auto.next_limit(&below), limit, "an unused limit holds");
     }
@@ -537,6 +534,18 @@ fn a_slowdown_right_after_a_load_below_capacity_keeps_the_pool_busy() {
         (Duration::from_millis(190)..=Duration::from_millis(210)).contains(&no_load),
         "{no_load:?} {slow:?}"
     );
+    slow
+}
+
+#[test]
+fn a_slowdown_right_after_a_load_below_capacity_keeps_the_pool_busy() {
+    // 64 workers of 50 ms under 0.8x: the cold start doubles to 128 and
+    // the limit never binds again, so no usual rate is known when every
+    // call becomes four times slower. The rate the limit once bound at is
+    // the usual one: the slowdown is read as such (the no-load latency
+    // scales, the limit keeps the 64 workers busy); read as a queue, the
+    // limit fell to 12-18 slots and served a quarter of the slowed pool.
+    let slow = a_slowdown_to_200ms_after_windows_below_capacity(&[100; 5]);
     assert!(slow[5..].iter().all(|&l| l.round() >= 64.0), "{slow:?}");
 }
 
@@ -789,20 +798,7 @@ fn a_slowdown_is_judged_against_a_rate_the_limit_bound_at_not_a_batch() {
     // a pool that does 1,280. Judged against that rate, the slowdown to
     // 200 ms read as 5.7 times slower, the no-load latency as 286 ms, and
     // the slowed calls' queue as none: the limit grew past the pool.
-    let (mut auto, limit) = a_cold_start_of_50ms_calls_past_64_workers();
-    for calls in [100, 183, 100] {
-        let below = Window {
-            min_latency: Duration::from_millis(50),
-            ..window(50.0, limit, calls, false)
-        };
-        assert_eq!(auto.next_limit(&below), limit, "an unused limit holds");
-    }
-    let slow = drive(&mut auto, limit, 30, |l| one_length_at(200.0, 64.0, l));
-    let no_load = auto.no_load_latency().unwrap();
-    assert!(
-        (Duration::from_millis(190)..=Duration::from_millis(210)).contains(&no_load),
-        "{no_load:?} {slow:?}"
-    );
+    let slow = a_slowdown_to_200ms_after_windows_below_capacity(&[100, 183, 100]);
     assert!(slow[10..].iter().all(|&l| l.round() <= 70.0), "{slow:?}");
 }
 
@@ -835,12 +831,12 @@ fn a_window_that_took_no_time_is_not_read_as_a_rate_of_zero() {
 }
 
 #[test]
-fn a_capacity_pinned_while_a_window_closes_is_not_overwritten_by_it() {
-    // A completion closing a window holds the controller's lock when the
-    // application pins the capacity on another thread. The pin must be
-    // the last word: before, the close set the limit after it, and the
-    // pinned 100 slots became the adaptive limit's 2, with the controller
-    // stopped for good.
+fn a_window_closing_after_a_pin_sets_nothing() {
+    // A completion that read the controller as running, and took its lock
+    // only after a pin: the close must see the controller stopped, or it
+    // sets its limit over the pin for good (the pinned 100 slots became
+    // the adaptive limit's 2). The pin racing a close already holding the
+    // lock is `pins_among_windows_closing_on_other_threads_are_never_overwritten`.
     let limiter = crate::Config::new().build().unwrap();
     let inner = &limiter.inner;
     let control = inner.auto.as_deref().unwrap().as_any();
@@ -848,27 +844,11 @@ fn a_capacity_pinned_while_a_window_closes_is_not_overwritten_by_it() {
     for _ in 0..12 {
         inner.record_completion(Duration::from_millis(10), 2);
     }
+    limiter.set_capacity(100);
     let mut closing = control.driver.lock().unwrap();
-    let pin = std::thread::spawn({
-        let limiter = limiter.clone();
-        move || limiter.set_capacity(100)
-    });
-    while control.enabled.load(Ordering::Relaxed) {
-        std::thread::yield_now();
-    }
-    // The pin is under way: it waits for the closing window (a close
-    // past its own check of `enabled` would set the limit after it).
-    std::thread::sleep(Duration::from_millis(20));
-    assert!(!pin.is_finished(), "the pin waits for the closing window");
-    let since = nanos(Duration::from_secs(1));
-    control.close_window(
-        &mut closing,
-        inner,
-        control.epoch + Duration::from_secs(1),
-        since,
-    );
+    let at = Duration::from_secs(1);
+    control.close_window(&mut closing, inner, control.epoch + at, nanos(at));
     drop(closing);
-    pin.join().unwrap();
     assert_eq!(limiter.capacity(), 100);
     assert!(!limiter.is_adaptive());
 }
@@ -885,4 +865,47 @@ fn a_budget_past_what_a_duration_holds_is_no_limit_not_a_panic() {
     control.learn_budgets(Duration::from_secs(1));
     let critical = &ClassSpec::defaults()[0];
     assert_eq!(control.budget(critical), Duration::MAX);
+}
+
+#[test]
+fn pins_among_windows_closing_on_other_threads_are_never_overwritten() {
+    // The race above, on real threads: two threads complete calls and
+    // close windows as fast as they can (each close sets the limit) while
+    // this one pins the capacity at a random moment; after the threads
+    // finish, the pin holds and the adaptive default is stopped. Each
+    // round ends idle: the closers joined, nothing left running.
+    let mut rng = fastrand::Rng::with_seed(11);
+    for round in 0..100u32 {
+        let limiter = crate::Config::new().build().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let closers: Vec<_> = (0..2)
+            .map(|_| {
+                let (limiter, stop) = (limiter.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let inner = &limiter.inner;
+                    let control = inner.auto.as_deref().unwrap();
+                    let start = Instant::now();
+                    let mut at = start;
+                    while !stop.load(Ordering::Relaxed) {
+                        // Far enough apart that every window may close.
+                        at += Duration::from_secs(1);
+                        for _ in 0..32 {
+                            inner.record_completion(Duration::from_millis(10), 2);
+                        }
+                        control.completed(inner, at);
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_micros(rng.u64(0..2_000)));
+        let pinned = 100 + round;
+        limiter.set_capacity(pinned);
+        std::thread::sleep(Duration::from_micros(500));
+        stop.store(true, Ordering::Relaxed);
+        for closer in closers {
+            closer.join().unwrap();
+        }
+        assert_eq!(limiter.capacity(), pinned, "round {round}");
+        assert!(!limiter.is_adaptive(), "round {round}");
+    }
 }
