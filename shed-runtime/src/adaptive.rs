@@ -23,7 +23,6 @@
 //! # }
 //! ```
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -655,7 +654,7 @@ impl Controller for AutoControl {
     }
 
     fn is_enabled(&self) -> bool {
-        self.enabled.load(Ordering::Relaxed)
+        AutoControl::is_enabled(self)
     }
 
     fn disable(&self) -> bool {
@@ -663,7 +662,7 @@ impl Controller for AutoControl {
     }
 
     fn enable(&self) {
-        self.enabled.store(true, Ordering::Relaxed);
+        AutoControl::enable(self)
     }
 
     #[cfg(test)]

@@ -1,13 +1,17 @@
 //! Synchronisation primitives, swapped for `loom`'s model-checked versions
 //! under `cfg(shed_loom)` so the limiter's state machine can be model-checked.
 
+mod stoppable;
+
+pub(crate) use stoppable::Stoppable;
+
 #[cfg(shed_loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 #[cfg(shed_loom)]
 pub(crate) use loom::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(not(shed_loom))]
-pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 #[cfg(not(shed_loom))]
 pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -5,8 +5,7 @@
 //! and growing fast; [`AutoControl`] drives it from completed calls, with
 //! no task to spawn and nothing added to an admission that does not wait.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -14,6 +13,7 @@ use tokio::time::Instant;
 use super::{Driver, LimitAlgorithm, Window};
 use crate::class::ClassSpec;
 use crate::limiter::Inner;
+use crate::sync::Stoppable;
 
 /// A probe whose throughput is at least this share of the usual one shows
 /// that the concurrency it removed was only queueing.
@@ -1108,9 +1108,6 @@ const STARTUP_SAMPLES: f64 = 12.0;
 /// the window is due, the first completion to take the controller's lock
 /// without waiting closes it. No task, no runtime needed.
 pub(crate) struct AutoControl {
-    /// Cleared when a spawned [`AdaptiveLimit`](super::AdaptiveLimit)
-    /// takes over.
-    pub(crate) enabled: AtomicBool,
     epoch: Instant,
     /// When the window may close, in nanoseconds since `epoch`.
     next_close: AtomicU64,
@@ -1119,7 +1116,9 @@ pub(crate) struct AutoControl {
     /// The default budgets' scale (f64 bits; 0: not measured yet).
     wait_scale: AtomicU64,
     settings: AutoSettings,
-    driver: Mutex<Driver<Auto>>,
+    /// Off while a pin, a warm-up ramp or a spawned
+    /// [`AdaptiveLimit`](super::AdaptiveLimit) sets the capacity instead.
+    driver: Stoppable<Driver<Auto>>,
 }
 
 impl std::fmt::Debug for AutoControl {
@@ -1136,14 +1135,13 @@ impl AutoControl {
         let now = Instant::now();
         let bounds = (f64::from(settings.min), f64::from(settings.max));
         Self {
-            enabled: AtomicBool::new(true),
             epoch: now,
             next_close: AtomicU64::new(0),
             min_samples: AtomicU64::new(min_samples(
                 f64::from(settings.initial).max(STARTUP_SAMPLES),
             )),
             wait_scale: AtomicU64::new(0),
-            driver: Mutex::new(Driver::fresh(
+            driver: Stoppable::new(Driver::fresh(
                 Box::new(Auto::default()),
                 bounds,
                 f64::from(settings.initial),
@@ -1159,29 +1157,27 @@ impl AutoControl {
         let since = nanos(now.saturating_duration_since(self.epoch));
         if since < self.next_close.load(Ordering::Relaxed)
             || inner.completions_so_far() < self.min_samples.load(Ordering::Relaxed)
-            || !self.enabled.load(Ordering::Relaxed)
+            || !self.driver.is_on()
         {
             return;
         }
-        // Whoever holds the lock is closing this window already.
-        let Ok(mut driver) = self.driver.try_lock() else {
-            return;
-        };
-        if since < self.next_close.load(Ordering::Relaxed) {
-            return;
-        }
-        self.close_window(&mut driver, inner, now, since);
+        self.close_if_due(inner, now, since);
     }
 
-    /// Closes the window at `now` (`since` the epoch) and opens the next,
-    /// unless the controller was stopped: under the controller's lock,
-    /// which [`AutoControl::disable`] waits for.
+    /// Closes the window if it is still due, unless the controller was
+    /// stopped or another completion is closing it (see [`Stoppable`]: a
+    /// [`AutoControl::disable`] that returned is seen, and one that is
+    /// under way waits for this close).
+    fn close_if_due(&self, inner: &Inner, now: Instant, since: u64) {
+        self.driver.try_with(|driver| {
+            if since >= self.next_close.load(Ordering::Relaxed) {
+                self.close_window(driver, inner, now, since);
+            }
+        });
+    }
+
+    /// Closes the window at `now` (`since` the epoch) and opens the next.
     fn close_window(&self, driver: &mut Driver<Auto>, inner: &Inner, now: Instant, since: u64) {
-        // Read under the lock: a `disable` that returned before it was
-        // taken is seen (its swap came before its own turn with the lock).
-        if !self.enabled.load(Ordering::Relaxed) {
-            return;
-        }
         driver.close(inner, now);
         driver.open(inner, now);
         let algorithm = &driver.algorithm;
@@ -1212,22 +1208,22 @@ impl AutoControl {
     }
 
     /// Stops the controller; returns whether it was running. Returns only
-    /// once no window is closing: a window that passed the `enabled` check
-    /// before the swap sets the limit before this returns, so the capacity
-    /// the caller sets next (a pin, a warm-up ramp's cap) is the last word.
-    /// Without the wait, a pin could land in the middle of a close and be
-    /// overwritten by it, with the controller stopped for good.
+    /// once no window is closing, so the capacity the caller sets next (a
+    /// pin, a warm-up ramp's cap) is the last word: without the wait, a
+    /// pin could land in the middle of a close and be overwritten by it,
+    /// with the controller stopped for good.
     pub(crate) fn disable(&self) -> bool {
-        let was = self.enabled.swap(false, Ordering::Relaxed);
-        // Taken and let go: whoever held it has finished, and whoever
-        // takes it next sees `enabled` false (see `close_window`). A close
-        // that panicked poisoned it and set nothing after.
-        drop(
-            self.driver
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        );
-        was
+        self.driver.stop()
+    }
+
+    /// Whether the controller runs.
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.driver.is_on()
+    }
+
+    /// Runs the controller again from where it stopped.
+    pub(crate) fn enable(&self) {
+        self.driver.start();
     }
 
     /// Scales the default budgets to a no-load latency of `no_load`.

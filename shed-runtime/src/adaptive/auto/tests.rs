@@ -832,11 +832,12 @@ fn a_window_that_took_no_time_is_not_read_as_a_rate_of_zero() {
 
 #[test]
 fn a_window_closing_after_a_pin_sets_nothing() {
-    // A completion that read the controller as running, and took its lock
-    // only after a pin: the close must see the controller stopped, or it
-    // sets its limit over the pin for good (the pinned 100 slots became
-    // the adaptive limit's 2). The pin racing a close already holding the
-    // lock is `pins_among_windows_closing_on_other_threads_are_never_overwritten`.
+    // A completion that read the controller as running, and reaches the
+    // close only after a pin: the close must see the controller stopped,
+    // or it sets its limit over the pin for good (the pinned 100 slots
+    // became the adaptive limit's 2). Every interleaving of the two is
+    // `crate::sync::stoppable`'s loom model; the race on real threads is
+    // `pins_among_windows_closing_on_other_threads_are_never_overwritten`.
     let limiter = crate::Config::new().build().unwrap();
     let inner = &limiter.inner;
     let control = inner.auto.as_deref().unwrap().as_any();
@@ -844,11 +845,10 @@ fn a_window_closing_after_a_pin_sets_nothing() {
     for _ in 0..12 {
         inner.record_completion(Duration::from_millis(10), 2);
     }
+    assert!(control.is_enabled(), "the completion's first look");
     limiter.set_capacity(100);
-    let mut closing = control.driver.lock().unwrap();
     let at = Duration::from_secs(1);
-    control.close_window(&mut closing, inner, control.epoch + at, nanos(at));
-    drop(closing);
+    control.close_if_due(inner, control.epoch + at, nanos(at));
     assert_eq!(limiter.capacity(), 100);
     assert!(!limiter.is_adaptive());
 }
