@@ -99,12 +99,39 @@ pub const SHAPES: [Shape; 10] = [
 /// The load factors of the grid.
 pub const FACTORS: [f64; 2] = [0.8, 3.0];
 
-/// When every call gets four times slower, and when it recovers.
-const SLOWDOWN: (u64, u64) = (6, 11);
-/// Seconds of a run.
-const SECONDS: u64 = 16;
 /// Seconds after the start and after each change that are not settled.
 const SETTLING: u64 = 2;
+
+/// When a run's slowdown comes: every call gets four times slower for 5 s,
+/// and the run goes on for 5 s after it recovers.
+///
+/// The grid's slowdown comes at 6 s. A limit that is still learning then
+/// can meet it by chance at a good moment or a bad one (the cold start of
+/// a 2-worker pool of 200 ms calls ends at about 6 s), so a change is
+/// better judged at a few moments (`grid --slowdown-at 5`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schedule {
+    /// The second the slowdown begins.
+    pub slowdown_at: u64,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Self { slowdown_at: 6 }
+    }
+}
+
+impl Schedule {
+    /// The slowdown's first second and the recovery's.
+    fn slowdown(self) -> (u64, u64) {
+        (self.slowdown_at, self.slowdown_at + 5)
+    }
+
+    /// Seconds of a run.
+    fn seconds(self) -> u64 {
+        self.slowdown_at + 10
+    }
+}
 
 /// Who admits the calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -149,12 +176,14 @@ impl Contender {
     }
 }
 
-/// The scenario of `shape` for `contender` on `seed`.
-pub fn scenario(shape: &Shape, contender: Contender, seed: u64) -> Scenario {
+/// The scenario of `shape` for `contender` on `seed`, slowed down as
+/// `schedule` says.
+pub fn scenario(shape: &Shape, contender: Contender, seed: u64, schedule: Schedule) -> Scenario {
     let service = Duration::from_millis(shape.service_ms);
+    let (slowed, recovered) = schedule.slowdown();
     let mut scenario = Scenario {
         name: shape.name(),
-        seconds: SECONDS as f64,
+        seconds: schedule.seconds() as f64,
         warmup: None,
         seed,
         limiter: LimiterConfig::default(),
@@ -178,13 +207,13 @@ pub fn scenario(shape: &Shape, contender: Contender, seed: u64) -> Scenario {
         }],
         events: vec![
             Event {
-                at: Dur(Duration::from_secs(SLOWDOWN.0)),
+                at: Dur(Duration::from_secs(slowed)),
                 service_factor: Some(4.0),
                 rps: None,
                 class: None,
             },
             Event {
-                at: Dur(Duration::from_secs(SLOWDOWN.1)),
+                at: Dur(Duration::from_secs(recovered)),
                 service_factor: Some(1.0),
                 rps: None,
                 class: None,
@@ -281,7 +310,9 @@ struct Measures {
 }
 
 /// The measures of one run.
-fn measure(report: &Report) -> Measures {
+fn measure(report: &Report, schedule: Schedule) -> Measures {
+    let (slowed, recovered) = schedule.slowdown();
+    let seconds = schedule.seconds();
     let ideal_at = |second: u64| {
         let s = second as f64;
         report
@@ -290,14 +321,14 @@ fn measure(report: &Report) -> Measures {
             .find(|p| p.start_s <= s && s < p.end_s)
             .map_or(0.0, |p| p.ideal_rps)
     };
-    let changes = [0, SLOWDOWN.0, SLOWDOWN.1];
+    let changes = [0, slowed, recovered];
     let settled = |second: u64| {
         changes
             .iter()
             .all(|&c| second < c || second >= c + SETTLING)
     };
     let (mut served, mut ideal, mut worst) = (0.0, 0.0, f64::INFINITY);
-    for second in (0..SECONDS).filter(|&s| settled(s)) {
+    for second in (0..seconds).filter(|&s| settled(s)) {
         let got = report.timeline[second as usize].served_in_time as f64;
         let best = ideal_at(second);
         served += got;
@@ -310,9 +341,9 @@ fn measure(report: &Report) -> Measures {
     for (slot, phase) in converged.iter_mut().zip(&report.phases) {
         *slot = phase.converged_after_s;
     }
-    let slowed = SLOWDOWN.0..SLOWDOWN.1 + SETTLING;
+    let slow = slowed..recovered + SETTLING;
     let (mut steady_served, mut steady_offered) = (0, 0);
-    for second in (0..SECONDS).filter(|&s| settled(s) && !slowed.contains(&s)) {
+    for second in (0..seconds).filter(|&s| settled(s) && !slow.contains(&s)) {
         let second = &report.timeline[second as usize];
         steady_served += second.served_in_time;
         steady_offered += second.offered;
@@ -334,6 +365,7 @@ pub fn run_grid(
     factors: &[f64],
     contenders: &[Contender],
     seeds: std::ops::Range<u64>,
+    schedule: Schedule,
 ) -> Vec<Cell> {
     let mut jobs = Vec::new();
     for shape in shapes {
@@ -353,7 +385,7 @@ pub fn run_grid(
                 let Some(&(shape, factor, contender)) = jobs.get(i) else {
                     return;
                 };
-                let cell = run_cell(&shape, factor, contender, seeds.clone());
+                let cell = run_cell(&shape, factor, contender, seeds.clone(), schedule);
                 results.lock().expect("not poisoned")[i] = Some(cell);
             });
         }
@@ -372,6 +404,7 @@ pub fn run_cell(
     factor: f64,
     contender: Contender,
     seeds: std::ops::Range<u64>,
+    schedule: Schedule,
 ) -> Cell {
     let mut cell = Cell {
         shape: shape.name(),
@@ -392,8 +425,8 @@ pub fn run_cell(
             Contender::Tower => PolicyKind::RejectWhenFull,
             _ => PolicyKind::Shed,
         };
-        let report = run(&scenario(shape, contender, seed), policy, factor);
-        let measures = measure(&report);
+        let report = run(&scenario(shape, contender, seed, schedule), policy, factor);
+        let measures = measure(&report, schedule);
         cell.seeds += 1;
         cell.goodput_pct = cell.goodput_pct.min(round1(measures.goodput));
         goodput_sum += measures.goodput;
@@ -422,12 +455,18 @@ pub fn run_cell(
 
 /// One run second by second: served in time over the best possible, and
 /// the limit at the end of each second (what to read when a cell fails).
-pub fn trace(shape: &Shape, factor: f64, contender: Contender, seed: u64) -> String {
+pub fn trace(
+    shape: &Shape,
+    factor: f64,
+    contender: Contender,
+    seed: u64,
+    schedule: Schedule,
+) -> String {
     let policy = match contender {
         Contender::Tower => PolicyKind::RejectWhenFull,
         _ => PolicyKind::Shed,
     };
-    let report = run(&scenario(shape, contender, seed), policy, factor);
+    let report = run(&scenario(shape, contender, seed, schedule), policy, factor);
     let mut out = format!(
         "{} {factor}x {} seed {seed}: offered {} in time {} late {} shed {} {:?} unfinished {}\n",
         shape.name(),
@@ -496,10 +535,11 @@ pub fn count_goals(
     shapes: &[Shape],
     contenders: &[Contender],
     seeds: std::ops::Range<u64>,
+    schedule: Schedule,
 ) -> Vec<GoalCount> {
     let mut counts: Vec<GoalCount> = Vec::new();
     for seed in seeds {
-        let cells = run_grid(shapes, &FACTORS, contenders, seed..seed + 1);
+        let cells = run_grid(shapes, &FACTORS, contenders, seed..seed + 1, schedule);
         if counts.is_empty() {
             counts = cells
                 .iter()

@@ -210,6 +210,7 @@ fn a_slowed_pool_keeps_its_workers_busy_through_windows_of_a_few_dozen_calls() {
         3.0,
         grid::Contender::Defaults,
         2..3,
+        grid::Schedule::default(),
     );
     assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
 }
@@ -227,6 +228,7 @@ fn a_cold_start_that_read_its_calls_at_half_their_length_is_not_probed_down_to_o
         3.0,
         grid::Contender::Defaults,
         19..20,
+        grid::Schedule::default(),
     );
     assert!(cell.goodput_pct >= 75.0, "{cell:?}");
 }
@@ -253,6 +255,7 @@ fn a_pool_below_its_load_judges_its_slowdown_against_a_rate_it_bound_at() {
         0.8,
         grid::Contender::Defaults,
         1..2,
+        grid::Schedule::default(),
     );
     assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
     assert!(

@@ -4,7 +4,7 @@ use shed_lab::grid::*;
 fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured() {
     for shape in &SHAPES {
         for contender in Contender::ALL {
-            let s = scenario(shape, contender, 1);
+            let s = scenario(shape, contender, 1, Schedule::default());
             let text_free = shed_lab::shed_config(&s);
             if contender == Contender::Defaults {
                 assert_eq!(
@@ -26,7 +26,7 @@ fn the_steady_column_judges_a_load_below_capacity_outside_the_slowdown() {
     // fifo-16x10ms: tower's 256 slots admit everything below capacity and
     // drown in the slowdown, when the 0.8x load is 3.2x the slowed service.
     let shape = &SHAPES[2];
-    let below = run_cell(shape, 0.8, Contender::Tower, 0..1);
+    let below = run_cell(shape, 0.8, Contender::Tower, 0..1, Schedule::default());
     let steady = below.steady_pct.expect("measured below capacity");
     assert!(
         steady >= 99.0,
@@ -36,7 +36,7 @@ fn the_steady_column_judges_a_load_below_capacity_outside_the_slowdown() {
         below.goodput_pct < 95.0 && below.worst_second_pct < 50.0,
         "the slowdown is in goodput, not in steady: {below:?}"
     );
-    let above = run_cell(shape, 3.0, Contender::Tower, 0..1);
+    let above = run_cell(shape, 3.0, Contender::Tower, 0..1, Schedule::default());
     assert_eq!(above.steady_pct, None, "only below capacity");
 }
 
@@ -45,7 +45,7 @@ fn the_steady_column_judges_a_load_below_capacity_outside_the_slowdown() {
 fn informed_shed_is_told_the_shape_and_refuses_nothing_below_capacity() {
     let shape = &SHAPES[6];
     assert_eq!(shape.name(), "fifo-4x1ms-exp-20x");
-    let s = scenario(shape, Contender::Informed, 0);
+    let s = scenario(shape, Contender::Informed, 0, Schedule::default());
     assert!(s.limiter.pinned);
     assert_eq!(s.limiter.capacity, 4, "the workers");
     let budget = s.traffic[0].max_wait.as_ref().map(|d| d.0);
@@ -61,7 +61,7 @@ fn informed_shed_is_told_the_shape_and_refuses_nothing_below_capacity() {
     );
     assert!(s.limiter.lifo);
 
-    let cell = run_cell(shape, 0.8, Contender::Informed, 0..2);
+    let cell = run_cell(shape, 0.8, Contender::Informed, 0..2, Schedule::default());
     let (worst, mean) = (cell.steady_pct.unwrap(), cell.steady_mean_pct.unwrap());
     assert!(worst >= 99.0, "nothing throttled below capacity: {cell:?}");
     assert!(
@@ -74,12 +74,25 @@ fn informed_shed_is_told_the_shape_and_refuses_nothing_below_capacity() {
 #[test]
 fn goal_counts_tally_each_seed_against_the_goals_where_they_apply() {
     let shape = &SHAPES[6];
-    let counts = count_goals(std::slice::from_ref(shape), &[Contender::Informed], 0..2);
+    let counts = count_goals(
+        std::slice::from_ref(shape),
+        &[Contender::Informed],
+        0..2,
+        Schedule::default(),
+    );
     assert_eq!(counts.len(), FACTORS.len());
     for count in &counts {
         assert_eq!(count.runs, 2);
         let per_seed: Vec<Cell> = (0..2)
-            .map(|s| run_cell(shape, count.factor, Contender::Informed, s..s + 1))
+            .map(|s| {
+                run_cell(
+                    shape,
+                    count.factor,
+                    Contender::Informed,
+                    s..s + 1,
+                    Schedule::default(),
+                )
+            })
             .collect();
         let met = |ok: &dyn Fn(&Cell) -> bool| per_seed.iter().filter(|c| ok(c)).count() as u64;
         if count.factor > 1.0 {
@@ -113,4 +126,30 @@ fn goal_counts_tally_each_seed_against_the_goals_where_they_apply() {
         format!("{}/4", below.converged + above.converged),
     ];
     assert_eq!(total, expected, "{table}");
+}
+
+/// `--slowdown-at`: the slowdown, the recovery and the run's end move
+/// together, and the settled seconds with them.
+#[test]
+fn a_slowdown_moved_later_moves_the_recovery_and_the_runs_end_with_it() {
+    let shape = &SHAPES[6];
+    let later = Schedule { slowdown_at: 7 };
+    let s = scenario(shape, Contender::Informed, 0, later);
+    assert_eq!(s.seconds, 17.0);
+    let at: Vec<(u64, Option<f64>)> = s
+        .events
+        .iter()
+        .map(|e| (e.at.0.as_secs(), e.service_factor))
+        .collect();
+    assert_eq!(at, [(7, Some(4.0)), (12, Some(1.0))]);
+    // `shed informed` below capacity: nothing throttled outside the
+    // slowdown, wherever it falls, and its worst second is the slowed one.
+    for schedule in [Schedule::default(), later] {
+        let cell = run_cell(shape, 0.8, Contender::Informed, 0..1, schedule);
+        assert!(cell.steady_pct.unwrap() >= 99.0, "{schedule:?}: {cell:?}");
+        assert!(
+            cell.converged_s.iter().all(|c| c.is_some()),
+            "{schedule:?}: {cell:?}"
+        );
+    }
 }
