@@ -645,8 +645,8 @@ impl Limiter {
 
 /// The default adaptive limit, as the limiter sees it.
 impl Controller for AutoControl {
-    fn completed(&self, limiter: &Inner, now: Instant) {
-        AutoControl::completed(self, limiter, now);
+    fn completed(&self, limiter: &Inner, now: Instant, took: Duration) {
+        AutoControl::completed(self, limiter, now, took);
     }
 
     fn budget(&self, class: &ClassSpec) -> Duration {

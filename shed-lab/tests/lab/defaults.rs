@@ -263,3 +263,23 @@ fn a_pool_below_its_load_judges_its_slowdown_against_a_rate_it_bound_at() {
         "back within 2 s of the slowdown: {cell:?}"
     );
 }
+
+#[test]
+fn a_slowdown_during_a_small_pools_startup_is_seen_within_a_round_of_its_calls() {
+    // 2 ps workers of 200 ms at 3x, the slowdown at 5 s: the cold start
+    // still ran 4 slots (windows of 12 calls at 10 a second, three looks),
+    // the calls four times slower took 1.6 s, past the clients' 1 s, and
+    // the next window took 4.8 s to close. Served 90% within 2 s of the
+    // start, the slowdown and the recovery on 1 run of 16 (and every
+    // settled second at 80% on 1); a slow call of one length now closes
+    // a small window once every slot completed a call.
+    let counts = grid::count_goals(
+        std::slice::from_ref(grid_shape("ps-2x200ms-const-5x")),
+        &[grid::Contender::Defaults],
+        0..16,
+        grid::Schedule { slowdown_at: 5 },
+    );
+    let overloaded = counts.iter().find(|c| c.factor > 1.0).unwrap();
+    assert!(overloaded.converged >= 6, "{overloaded:?}");
+    assert!(overloaded.worst_second >= Some(6), "{overloaded:?}");
+}

@@ -127,7 +127,11 @@ const COLD_QUEUE: f64 = 1.1;
 ///   0.9 of the product they grow as other calls do. A window's
 ///   throughput counts no more than its slots (the most in flight in it
 ///   or the window before) complete at its latency: such calls end in
-///   batches, and a window closing just after one reads more.
+///   batches, and a window closing just after one reads more. A window
+///   that needs more calls than its slots (a small pool's, in startup)
+///   closes early, once every slot completed a call, on a call that took
+///   twice the no-load latency: it waited a whole call inside the
+///   service, or every call got slower.
 /// - **Idle before the load.** A window that binds, lasted at least 1 s
 ///   and ten times its calls' latency, and whose calls would have filled
 ///   the limit for less than a quarter of it, began before the load came
@@ -1104,15 +1108,22 @@ const SMALL_POOL: f64 = 8.0;
 const STARTUP_SAMPLES: f64 = 12.0;
 
 /// Drives [`Auto`] on a limiter from its completed calls. A measured
-/// completion (a sampled one, or one that waited) checks one atomic; once
-/// the window is due, the first completion to take the controller's lock
-/// without waiting closes it. No task, no runtime needed.
+/// completion (a sampled one, or one that waited) checks a few atomics;
+/// once the window is due (or a call raised the alarm, see
+/// [`AutoControl::alarm_for`]), the first completion to take the
+/// controller's lock without waiting closes it. No task, no runtime
+/// needed.
 pub(crate) struct AutoControl {
     epoch: Instant,
     /// When the window may close, in nanoseconds since `epoch`.
     next_close: AtomicU64,
     /// Measured calls the window needs before it may close.
     min_samples: AtomicU64,
+    /// A call's time, in nanoseconds, that closes the window early (see
+    /// [`AutoControl::alarm_for`]; `u64::MAX`: none does).
+    alarm: AtomicU64,
+    /// Measured calls the window needs before such a call may close it.
+    alarm_samples: AtomicU64,
     /// The default budgets' scale (f64 bits; 0: not measured yet).
     wait_scale: AtomicU64,
     settings: AutoSettings,
@@ -1141,6 +1152,8 @@ impl AutoControl {
                 f64::from(settings.initial).max(STARTUP_SAMPLES),
             )),
             wait_scale: AtomicU64::new(0),
+            alarm: AtomicU64::new(u64::MAX),
+            alarm_samples: AtomicU64::new(u64::MAX),
             driver: Stoppable::new(Driver::fresh(
                 Box::new(Auto::default()),
                 bounds,
@@ -1151,26 +1164,30 @@ impl AutoControl {
         }
     }
 
-    /// A measured call completed at `now`.
+    /// A measured call that took `took` completed at `now`.
     #[inline]
-    pub(crate) fn completed(&self, inner: &Inner, now: Instant) {
+    pub(crate) fn completed(&self, inner: &Inner, now: Instant, took: Duration) {
         let since = nanos(now.saturating_duration_since(self.epoch));
-        if since < self.next_close.load(Ordering::Relaxed)
-            || inner.completions_so_far() < self.min_samples.load(Ordering::Relaxed)
-            || !self.driver.is_on()
-        {
+        let so_far = inner.completions_so_far();
+        let due = since >= self.next_close.load(Ordering::Relaxed)
+            && so_far >= self.min_samples.load(Ordering::Relaxed);
+        let alarmed = !due
+            && nanos(took) >= self.alarm.load(Ordering::Relaxed)
+            && so_far >= self.alarm_samples.load(Ordering::Relaxed);
+        if !(due || alarmed) || !self.driver.is_on() {
             return;
         }
-        self.close_if_due(inner, now, since);
+        self.close_if_due(inner, now, since, alarmed);
     }
 
-    /// Closes the window if it is still due, unless the controller was
-    /// stopped or another completion is closing it (see [`Stoppable`]: a
+    /// Closes the window if it is still due (or `early`, on a call that
+    /// raised the alarm), unless the controller was stopped or another
+    /// completion is closing it (see [`Stoppable`]: a
     /// [`AutoControl::disable`] that returned is seen, and one that is
     /// under way waits for this close).
-    fn close_if_due(&self, inner: &Inner, now: Instant, since: u64) {
+    fn close_if_due(&self, inner: &Inner, now: Instant, since: u64, early: bool) {
         self.driver.try_with(|driver| {
-            if since >= self.next_close.load(Ordering::Relaxed) {
+            if early || since >= self.next_close.load(Ordering::Relaxed) {
                 self.close_window(driver, inner, now, since);
             }
         });
@@ -1203,8 +1220,34 @@ impl AutoControl {
             )
         };
         self.min_samples.store(samples, Ordering::Relaxed);
+        let (alarm, alarm_samples) = Self::alarm_for(algorithm, driver.limit, samples);
+        self.alarm.store(alarm, Ordering::Relaxed);
+        self.alarm_samples.store(alarm_samples, Ordering::Relaxed);
         self.next_close
             .store(since.saturating_add(nanos(length)), Ordering::Relaxed);
+    }
+
+    /// The call time that closes the next window early, and the calls it
+    /// needs by then: for calls of one length, twice the no-load latency,
+    /// after one call a slot, when the window needs more calls than its
+    /// `samples` slots. Such a call waited a whole call inside the
+    /// service (or every call got slower), which the window's mean reads
+    /// exactly from a few calls, and a window of a dozen calls at a few
+    /// a second lasts seconds: 2 workers of 200 ms slowed four times, at
+    /// 4 slots in the cold start, queued every call past its clients' 1 s
+    /// for the 4.8 s the window's 12 calls took. Calls of varying length
+    /// raise no alarm (one call twice the mean is their noise), nor does
+    /// a window of a call a slot or fewer: it closes as soon (and in a
+    /// slowdown of 64 workers, windows closed on every slowed call read
+    /// it as a queue and the limit swung between 40 and 85).
+    fn alarm_for(algorithm: &Auto, limit: f64, samples: u64) -> (u64, u64) {
+        let per_slot = (limit.round() as u64).max(1);
+        match algorithm.no_load_latency() {
+            Some(no_load) if algorithm.calls_of_one_length() && per_slot < samples => {
+                (nanos(no_load * 2), per_slot)
+            }
+            _ => (u64::MAX, u64::MAX),
+        }
     }
 
     /// Stops the controller; returns whether it was running. Returns only

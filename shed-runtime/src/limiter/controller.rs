@@ -11,9 +11,9 @@ use crate::class::ClassSpec;
 
 /// A controller of a limiter's capacity, run inline on completions.
 pub(crate) trait Controller: Send + Sync + 'static {
-    /// A call completed at `now` (its time already recorded in the
-    /// limiter's measurement window): a window may close.
-    fn completed(&self, limiter: &Inner, now: Instant);
+    /// A call that took `took` completed at `now` (its time already
+    /// recorded in the limiter's measurement window): a window may close.
+    fn completed(&self, limiter: &Inner, now: Instant, took: Duration);
 
     /// The queue-wait budget of `class`'s calls that set none.
     fn budget(&self, class: &ClassSpec) -> Duration;

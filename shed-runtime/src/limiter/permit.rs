@@ -185,7 +185,7 @@ fn record_service(
     }
     held.window.record(took, in_flight);
     if let Some(auto) = &held.auto {
-        auto.completed(held, now);
+        auto.completed(held, now, took);
     }
     // Not while unwinding: a recorder that panics again would abort.
     if !std::thread::panicking() {

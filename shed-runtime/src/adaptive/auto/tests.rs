@@ -848,7 +848,7 @@ fn a_window_closing_after_a_pin_sets_nothing() {
     assert!(control.is_enabled(), "the completion's first look");
     limiter.set_capacity(100);
     let at = Duration::from_secs(1);
-    control.close_if_due(inner, control.epoch + at, nanos(at));
+    control.close_if_due(inner, control.epoch + at, nanos(at), false);
     assert_eq!(limiter.capacity(), 100);
     assert!(!limiter.is_adaptive());
 }
@@ -892,7 +892,7 @@ fn pins_among_windows_closing_on_other_threads_are_never_overwritten() {
                         for _ in 0..32 {
                             inner.record_completion(Duration::from_millis(10), 2);
                         }
-                        control.completed(inner, at);
+                        control.completed(inner, at, Duration::from_millis(10));
                     }
                 })
             })
@@ -907,5 +907,51 @@ fn pins_among_windows_closing_on_other_threads_are_never_overwritten() {
         }
         assert_eq!(limiter.capacity(), pinned, "round {round}");
         assert!(!limiter.is_adaptive(), "round {round}");
+    }
+}
+
+/// The default limiter's controller, with the cold start having read
+/// calls of 200 ms, of one length (`one_length`) or not, and a window
+/// just closed at 2 slots: the next needs 12 calls.
+fn controller_after_calls_of_200ms(one_length: bool) -> (crate::Limiter, Duration) {
+    let limiter = crate::Config::new().build().unwrap();
+    let control = limiter.inner.auto.as_deref().unwrap().as_any();
+    let control = control.downcast_ref::<AutoControl>().unwrap();
+    {
+        let mut driver = control.driver.lock();
+        driver.algorithm.no_load = Some(0.200);
+        driver.algorithm.one_length_votes = if one_length { (3, 0) } else { (0, 3) };
+    }
+    let at = Duration::from_secs(1);
+    control.close_if_due(&limiter.inner, control.epoch + at, nanos(at), true);
+    (limiter, at)
+}
+
+#[test]
+fn a_call_of_one_length_twice_the_no_load_latency_closes_a_small_window_early() {
+    // 2 workers of 200 ms, four times slower from now, at 3 slots after a
+    // rise: its window of 12 calls took 4.8 s at 2.5 calls a second, and
+    // every call queued past its clients' 1 s meanwhile. A call twice the
+    // no-load latency closes it once every slot completed a call.
+    let slow = Duration::from_millis(800);
+    for (one_length, took, closes) in [
+        (true, slow, true),
+        (true, Duration::from_millis(300), false),
+        (false, slow, false),
+    ] {
+        let (limiter, at) = controller_after_calls_of_200ms(one_length);
+        let inner = &limiter.inner;
+        let control = inner.auto.as_deref().unwrap();
+        let case = format!("one length {one_length}, {took:?}");
+        assert_eq!(limiter.capacity(), 2, "{case}");
+        let mut now = at;
+        for call in 1..=2u64 {
+            now += took;
+            inner.record_completion(took, 2);
+            control.completed(inner, tokio::time::Instant::now() + now, took);
+            let closed = inner.completions_so_far() == 0;
+            // One call a slot first: the first call alone says little.
+            assert_eq!(closed, closes && call == 2, "{case}, call {call}");
+        }
     }
 }
