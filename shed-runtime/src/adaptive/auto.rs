@@ -1171,23 +1171,29 @@ impl AutoControl {
         let so_far = inner.completions_so_far();
         let due = since >= self.next_close.load(Ordering::Relaxed)
             && so_far >= self.min_samples.load(Ordering::Relaxed);
-        let alarmed = !due
-            && nanos(took) >= self.alarm.load(Ordering::Relaxed)
-            && so_far >= self.alarm_samples.load(Ordering::Relaxed);
-        if !(due || alarmed) || !self.driver.is_on() {
+        if !(due || self.alarm_raised(inner, took)) || !self.driver.is_on() {
             return;
         }
-        self.close_if_due(inner, now, since, alarmed);
+        self.close_if_due(inner, now, since, took);
     }
 
-    /// Closes the window if it is still due (or `early`, on a call that
-    /// raised the alarm), unless the controller was stopped or another
-    /// completion is closing it (see [`Stoppable`]: a
+    /// Whether a call that took `took` closes the window early (see
+    /// [`AutoControl::alarm_for`]).
+    fn alarm_raised(&self, inner: &Inner, took: Duration) -> bool {
+        nanos(took) >= self.alarm.load(Ordering::Relaxed)
+            && inner.completions_so_far() >= self.alarm_samples.load(Ordering::Relaxed)
+    }
+
+    /// Closes the window if it is still due, or a call that took `took`
+    /// still raises the alarm, unless the controller was stopped or
+    /// another completion is closing it (see [`Stoppable`]: a
     /// [`AutoControl::disable`] that returned is seen, and one that is
-    /// under way waits for this close).
-    fn close_if_due(&self, inner: &Inner, now: Instant, since: u64, early: bool) {
+    /// under way waits for this close). Both are read again under the
+    /// lock: a completion that read them before another closed the window
+    /// would close the next one, just opened, too.
+    fn close_if_due(&self, inner: &Inner, now: Instant, since: u64, took: Duration) {
         self.driver.try_with(|driver| {
-            if early || since >= self.next_close.load(Ordering::Relaxed) {
+            if since >= self.next_close.load(Ordering::Relaxed) || self.alarm_raised(inner, took) {
                 self.close_window(driver, inner, now, since);
             }
         });

@@ -848,7 +848,7 @@ fn a_window_closing_after_a_pin_sets_nothing() {
     assert!(control.is_enabled(), "the completion's first look");
     limiter.set_capacity(100);
     let at = Duration::from_secs(1);
-    control.close_if_due(inner, control.epoch + at, nanos(at), false);
+    control.close_if_due(inner, control.epoch + at, nanos(at), Duration::ZERO);
     assert_eq!(limiter.capacity(), 100);
     assert!(!limiter.is_adaptive());
 }
@@ -923,7 +923,12 @@ fn controller_after_calls_of_200ms(one_length: bool) -> (crate::Limiter, Duratio
         driver.algorithm.one_length_votes = if one_length { (3, 0) } else { (0, 3) };
     }
     let at = Duration::from_secs(1);
-    control.close_if_due(&limiter.inner, control.epoch + at, nanos(at), true);
+    control.close_if_due(
+        &limiter.inner,
+        control.epoch + at,
+        nanos(at),
+        Duration::ZERO,
+    );
     (limiter, at)
 }
 
@@ -954,4 +959,26 @@ fn a_call_of_one_length_twice_the_no_load_latency_closes_a_small_window_early() 
             assert_eq!(closed, closes && call == 2, "{case}, call {call}");
         }
     }
+}
+
+#[test]
+fn a_call_that_raised_the_alarm_as_another_closed_the_window_leaves_the_next_one_open() {
+    // Two slow calls complete together; both read the alarm raised, one
+    // closes the window. The other, taking the lock next, must read the
+    // alarm again for the window just opened (one call in it, of the two
+    // its slots need), or it closes that one with a single call.
+    let (limiter, at) = controller_after_calls_of_200ms(true);
+    let inner = &limiter.inner;
+    let control = inner.auto.as_deref().unwrap().as_any();
+    let control = control.downcast_ref::<AutoControl>().unwrap();
+    let slow = Duration::from_millis(800);
+    for _ in 0..2 {
+        inner.record_completion(slow, 2);
+    }
+    let now = at + slow;
+    control.close_if_due(inner, control.epoch + now, nanos(now), slow);
+    assert_eq!(inner.completions_so_far(), 0, "the first closes it");
+    inner.record_completion(slow, 2);
+    control.close_if_due(inner, control.epoch + now, nanos(now), slow);
+    assert_eq!(inner.completions_so_far(), 1, "the next window stays open");
 }
