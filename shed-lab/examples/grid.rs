@@ -135,9 +135,9 @@ fn main() -> ExitCode {
         "defaults grid, worst and mean of seeds {}..{} ({} s from a cold start, 4x slowdown from {} s to {} s)",
         seeds.start,
         seeds.end,
-        schedule.slowdown_at + 10,
-        schedule.slowdown_at,
-        schedule.slowdown_at + 5
+        schedule.seconds(),
+        schedule.slowdown().0,
+        schedule.slowdown().1
     );
     emit(json, &cells, &heading, || grid::table(&cells));
     ExitCode::SUCCESS

@@ -123,12 +123,12 @@ impl Default for Schedule {
 
 impl Schedule {
     /// The slowdown's first second and the recovery's.
-    fn slowdown(self) -> (u64, u64) {
+    pub fn slowdown(self) -> (u64, u64) {
         (self.slowdown_at, self.slowdown_at + 5)
     }
 
     /// Seconds of a run.
-    fn seconds(self) -> u64 {
+    pub fn seconds(self) -> u64 {
         self.slowdown_at + 10
     }
 }

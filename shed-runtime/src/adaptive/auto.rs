@@ -128,10 +128,10 @@ const COLD_QUEUE: f64 = 1.1;
 ///   throughput counts no more than its slots (the most in flight in it
 ///   or the window before) complete at its latency: such calls end in
 ///   batches, and a window closing just after one reads more. A window
-///   that needs more calls than its slots (a small pool's, in startup)
-///   closes early, once every slot completed a call, on a call that took
-///   twice the no-load latency: it waited a whole call inside the
-///   service, or every call got slower.
+///   that needs more calls than it has slots (in startup, below 12 slots;
+///   after it, below 64) closes early, once every slot completed a call,
+///   on a call that took twice the no-load latency: it waited a whole
+///   call inside the service, or every call got slower.
 /// - **Idle before the load.** A window that binds, lasted at least 1 s
 ///   and ten times its calls' latency, and whose calls would have filled
 ///   the limit for less than a quarter of it, began before the load came
@@ -1168,9 +1168,8 @@ impl AutoControl {
     #[inline]
     pub(crate) fn completed(&self, inner: &Inner, now: Instant, took: Duration) {
         let since = nanos(now.saturating_duration_since(self.epoch));
-        let so_far = inner.completions_so_far();
         let due = since >= self.next_close.load(Ordering::Relaxed)
-            && so_far >= self.min_samples.load(Ordering::Relaxed);
+            && inner.completions_so_far() >= self.min_samples.load(Ordering::Relaxed);
         if !(due || self.alarm_raised(inner, took)) || !self.driver.is_on() {
             return;
         }
@@ -1179,6 +1178,8 @@ impl AutoControl {
 
     /// Whether a call that took `took` closes the window early (see
     /// [`AutoControl::alarm_for`]).
+    /// The window's count is read last: with no alarm set (the usual
+    /// case), a completion reads one atomic more than before the alarm.
     fn alarm_raised(&self, inner: &Inner, took: Duration) -> bool {
         nanos(took) >= self.alarm.load(Ordering::Relaxed)
             && inner.completions_so_far() >= self.alarm_samples.load(Ordering::Relaxed)

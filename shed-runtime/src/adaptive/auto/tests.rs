@@ -946,14 +946,15 @@ fn a_call_of_one_length_twice_the_no_load_latency_closes_a_small_window_early() 
     ] {
         let (limiter, at) = controller_after_calls_of_200ms(one_length);
         let inner = &limiter.inner;
-        let control = inner.auto.as_deref().unwrap();
+        let control = inner.auto.as_deref().unwrap().as_any();
+        let control = control.downcast_ref::<AutoControl>().unwrap();
         let case = format!("one length {one_length}, {took:?}");
         assert_eq!(limiter.capacity(), 2, "{case}");
         let mut now = at;
         for call in 1..=2u64 {
             now += took;
             inner.record_completion(took, 2);
-            control.completed(inner, tokio::time::Instant::now() + now, took);
+            control.completed(inner, control.epoch + now, took);
             let closed = inner.completions_so_far() == 0;
             // One call a slot first: the first call alone says little.
             assert_eq!(closed, closes && call == 2, "{case}, call {call}");
