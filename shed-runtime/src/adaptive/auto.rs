@@ -692,13 +692,20 @@ impl Auto {
         // at a few dozen slots): a real 16-connection pool read a batch
         // of completions at 20 slots as 934 calls a second while its
         // calls took 26.5 ms for 21, doubled to 40, and a hundred calls
-        // waited one to two queries in the pool.
+        // waited one to two queries in the pool. A handful of calls shows
+        // it too when even the shortest waited: 2 workers of 200 ms at
+        // 0.8 load, whose window at 4 slots the alarm closed after 4
+        // calls of 400 ms, read the load's rise as the throughput
+        // following the limit and doubled to 8 (calls of 800 ms, then
+        // 3.2 s in the slowdown, for clients that wait 1 s).
         let one_length_queue = self.no_load.is_some_and(|d| {
             self.of_one_length(w, d)
                 && if self.restarted {
                     queued_calls(w, latency, d) >= QUEUED_CALLS
                 } else {
-                    w.completed >= MIN_SAMPLES / 2 && latency > COLD_QUEUE * d
+                    latency > COLD_QUEUE * d
+                        && (w.completed >= MIN_SAMPLES / 2
+                            || w.min_latency.as_secs_f64() > COLD_QUEUE * d)
                 }
         });
         // A rise of calls of one length whose calls are no longer of the
@@ -1055,6 +1062,9 @@ pub struct AutoSettings {
     /// `optional` 1.2 times, `background` 0.3 times). Twice refused calls
     /// of a small pool in the ordinary queueing noise below its capacity;
     /// with adaptive LIFO under overload a longer budget costs little.
+    /// Until the first window closes, the mean of the calls measured so
+    /// far stands for the no-load latency (the class's own default until
+    /// one is).
     pub wait_factor: f64,
 }
 
@@ -1124,7 +1134,10 @@ pub(crate) struct AutoControl {
     alarm: AtomicU64,
     /// Measured calls the window needs before such a call may close it.
     alarm_samples: AtomicU64,
-    /// The default budgets' scale (f64 bits; 0: not measured yet).
+    /// The default budgets' scale (f64 bits): positive once a window
+    /// closed with a no-load latency; until then negative, its magnitude
+    /// guessed from the calls measured so far (see
+    /// [`AutoControl::guess_budgets`]); 0 before any call was measured.
     wait_scale: AtomicU64,
     settings: AutoSettings,
     /// Off while a pin, a warm-up ramp or a spawned
@@ -1167,6 +1180,10 @@ impl AutoControl {
     /// A measured call that took `took` completed at `now`.
     #[inline]
     pub(crate) fn completed(&self, inner: &Inner, now: Instant, took: Duration) {
+        let scale = self.wait_scale.load(Ordering::Relaxed);
+        if f64::from_bits(scale) <= 0.0 {
+            self.guess_budgets(inner, scale);
+        }
         let since = nanos(now.saturating_duration_since(self.epoch));
         let due = since >= self.next_close.load(Ordering::Relaxed)
             && inner.completions_so_far() >= self.min_samples.load(Ordering::Relaxed);
@@ -1278,9 +1295,38 @@ impl AutoControl {
 
     /// Scales the default budgets to a no-load latency of `no_load`.
     fn learn_budgets(&self, no_load: Duration) {
-        let scale =
-            self.settings.wait_factor * no_load.as_secs_f64() / REFERENCE_WAIT.as_secs_f64();
+        let scale = self.scale_for(no_load);
         self.wait_scale.store(scale.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Until the first window closes, scales the default budgets to the
+    /// mean of the calls measured so far (`scale`: the scale read before).
+    /// Without it the budgets are the classes' defaults, set for calls of
+    /// a few milliseconds: 2 workers of 200 ms at 0.8 load refused most
+    /// of the calls that waited at their 50 ms, and a call refused is not
+    /// measured, so the first window waited 13 s for its 12 calls, at 40%
+    /// of the calls served. The cold start's limit is small, so its calls
+    /// barely queue inside the service: their mean is near the no-load
+    /// latency the first window will read. A compare-and-swap from the
+    /// scale read before: the learned scale of a window that closed since
+    /// is never overwritten by a guess.
+    fn guess_budgets(&self, inner: &Inner, scale: u64) {
+        if let Some(mean) = inner.mean_so_far() {
+            let guess = -self.scale_for(mean);
+            if guess < 0.0 {
+                let _ = self.wait_scale.compare_exchange(
+                    scale,
+                    guess.to_bits(),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+        }
+    }
+
+    /// The default budgets' scale for a no-load latency of `no_load`.
+    fn scale_for(&self, no_load: Duration) -> f64 {
+        self.settings.wait_factor * no_load.as_secs_f64() / REFERENCE_WAIT.as_secs_f64()
     }
 
     /// The queue-wait budget of a call of `class` without a `max_wait` of
@@ -1290,7 +1336,8 @@ impl AutoControl {
         if class.max_wait_is_set() {
             return default;
         }
-        let scale = f64::from_bits(self.wait_scale.load(Ordering::Relaxed));
+        // Negative: guessed before the first window closed.
+        let scale = f64::from_bits(self.wait_scale.load(Ordering::Relaxed)).abs();
         if scale > 0.0 {
             // Past what a `Duration` holds (a `wait_factor` that large):
             // no limit, which the queue's clock takes (see

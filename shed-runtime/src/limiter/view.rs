@@ -94,6 +94,11 @@ impl Inner {
         self.window.count()
     }
 
+    /// The mean time of the calls measured in the current window so far.
+    pub(crate) fn mean_so_far(&self) -> Option<Duration> {
+        self.window.mean()
+    }
+
     /// Calls of every class that finished after their deadline, so far.
     pub(crate) fn late_total(&self) -> u64 {
         self.core

@@ -47,6 +47,15 @@ impl Accumulator {
         self.count.load(Ordering::Relaxed)
     }
 
+    /// The mean time of the calls recorded so far, if any. The count and
+    /// the sum are read apart, so a record racing the read may be in one
+    /// and not the other: an estimate, for the budgets before the first
+    /// window closes.
+    pub(crate) fn mean(&self) -> Option<Duration> {
+        let count = self.count.load(Ordering::Relaxed);
+        (count > 0).then(|| Duration::from_nanos(self.sum_nanos.load(Ordering::Relaxed) / count))
+    }
+
     pub(crate) fn take(&self) -> (u64, u64, u64, u64) {
         (
             self.count.swap(0, Ordering::Relaxed),

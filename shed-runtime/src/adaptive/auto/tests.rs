@@ -202,7 +202,7 @@ async fn the_default_budgets_are_three_times_the_no_load_latency_in_the_classes_
     assert_eq!(
         control.budget(critical),
         Duration::from_millis(50),
-        "the class's own default until a window closed"
+        "the class's own default until a call was measured"
     );
     control.learn_budgets(Duration::from_millis(200));
     assert_eq!(control.budget(critical), Duration::from_millis(600));
@@ -214,6 +214,39 @@ async fn the_default_budgets_are_three_times_the_no_load_latency_in_the_classes_
         Duration::from_millis(7),
         "set: kept"
     );
+}
+
+#[test]
+fn until_a_window_closes_the_default_budgets_follow_the_calls_measured_so_far() {
+    // 2 workers of 200 ms: at the classes' own 50 ms, most calls that
+    // waited were refused, and a refused call is not measured, so the
+    // first window waited 13 s for its 12 calls.
+    let limiter = crate::Config::new().build().unwrap();
+    let inner = &limiter.inner;
+    let control = inner.auto.as_deref().unwrap().as_any();
+    let control = control.downcast_ref::<AutoControl>().unwrap();
+    let classes = ClassSpec::defaults();
+    let (critical, background) = (&classes[0], &classes[2]);
+    assert_eq!(control.budget(critical), Duration::from_millis(50));
+    let mut now = Duration::ZERO;
+    for took in [200, 100] {
+        let took = Duration::from_millis(took);
+        now += took;
+        inner.record_completion(took, 1);
+        control.completed(inner, control.epoch + now, took);
+    }
+    assert_eq!(inner.completions_so_far(), 2, "the window is still open");
+    assert_eq!(control.budget(critical), Duration::from_millis(450));
+    assert_eq!(control.budget(background), Duration::from_millis(45));
+    // A window that closed is learned, and no guess read before the close
+    // replaces it.
+    let guessed = control.wait_scale.load(Ordering::Relaxed);
+    control.learn_budgets(Duration::from_millis(20));
+    control.guess_budgets(inner, guessed);
+    assert_eq!(control.budget(critical), Duration::from_millis(60));
+    inner.record_completion(Duration::from_millis(500), 1);
+    control.completed(inner, control.epoch + now, Duration::from_millis(500));
+    assert_eq!(control.budget(critical), Duration::from_millis(60));
 }
 
 #[test]
@@ -441,6 +474,31 @@ fn a_cold_start_of_calls_of_one_length_ends_when_they_queue() {
     }
     assert!(!auto.in_startup(), "{limits:?}");
     assert!(limits.iter().all(|&l| l <= 20.0), "{limits:?}");
+}
+
+#[test]
+fn a_cold_start_window_of_a_few_calls_of_one_length_that_all_waited_ends_it() {
+    // 2 ps workers of 200 ms at 0.8 load (the defaults grid, seed 1): at
+    // 4 slots the alarm closed a window after 4 calls of 400 ms, whose
+    // rate (10 a second, up from the load's 8) read as following the
+    // limit; it doubled to 8, and calls took 800 ms for clients that
+    // wait 1 s (3.2 s once slowed). Every call of the window waited a
+    // whole call inside the service, however few they were.
+    let mut auto = Auto::default();
+    let cold = [
+        (2.0, 12, 1636.0, 200.0, 200.0),
+        (4.0, 4, 400.0, 400.0, 400.0),
+        (4.0, 4, 400.0, 400.0, 400.0),
+        (4.0, 4, 400.0, 400.0, 400.0),
+    ];
+    let mut limits = Vec::new();
+    for row in cold {
+        limits.push(auto.next_limit(&recorded(row)));
+    }
+    assert!(auto.calls_of_one_length(), "{limits:?}");
+    assert!(!auto.in_startup(), "{limits:?}");
+    assert!(limits.iter().all(|&l| l <= 4.0), "{limits:?}");
+    assert!(limits.last().unwrap().round() <= 3.0, "{limits:?}");
 }
 
 #[test]
