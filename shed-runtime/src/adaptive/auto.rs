@@ -129,9 +129,12 @@ const COLD_QUEUE: f64 = 1.1;
 ///   or the window before) complete at its latency: such calls end in
 ///   batches, and a window closing just after one reads more. A window
 ///   that needs more calls than it has slots (in startup, below 12 slots;
-///   after it, below 64) closes early, once every slot completed a call,
-///   on a call that took twice the no-load latency: it waited a whole
-///   call inside the service, or every call got slower.
+///   after it, below 64, and only if its calls take longer to come than
+///   `min_window`) closes early, once every slot completed a call, on a
+///   call that took twice the no-load latency: it waited a whole call
+///   inside the service, or every call got slower. A cold-start window
+///   whose every call waited so (its shortest over 1.1x the no-load
+///   latency) ends the startup, however few its calls.
 /// - **Idle before the load.** A window that binds, lasted at least 1 s
 ///   and ten times its calls' latency, and whose calls would have filled
 ///   the limit for less than a quarter of it, began before the load came
@@ -1244,7 +1247,8 @@ impl AutoControl {
             )
         };
         self.min_samples.store(samples, Ordering::Relaxed);
-        let (alarm, alarm_samples) = Self::alarm_for(algorithm, driver.limit, samples);
+        let (alarm, alarm_samples) =
+            Self::alarm_for(algorithm, driver.limit, samples, self.settings.min_window);
         self.alarm.store(alarm, Ordering::Relaxed);
         self.alarm_samples.store(alarm_samples, Ordering::Relaxed);
         self.next_close
@@ -1263,12 +1267,24 @@ impl AutoControl {
     /// raise no alarm (one call twice the mean is their noise), nor does
     /// a window of a call a slot or fewer: it closes as soon (and in a
     /// slowdown of 64 workers, windows closed on every slowed call read
-    /// it as a queue and the limit swung between 40 and 85).
-    fn alarm_for(algorithm: &Auto, limit: f64, samples: u64) -> (u64, u64) {
-        let per_slot = (limit.round() as u64).max(1);
+    /// it as a queue and the limit swung between 40 and 85). After the
+    /// startup, only a window whose calls take longer to come than the
+    /// shortest window (`min_window`) raises one: a shorter one closes by
+    /// time as soon, and the early closes of 8 workers of 2 ms, on calls
+    /// that queued a moment inside, raised their p99 from 11 to 15 ms.
+    fn alarm_for(algorithm: &Auto, limit: f64, samples: u64, min_window: Duration) -> (u64, u64) {
+        let slots = (limit.round() as u64).max(1);
+        let gathering = |no_load: Duration| {
+            let rounds = u32::try_from(samples / slots).unwrap_or(u32::MAX);
+            no_load.checked_mul(rounds).is_none_or(|d| d > min_window)
+        };
         match algorithm.no_load_latency() {
-            Some(no_load) if algorithm.calls_of_one_length() && per_slot < samples => {
-                (nanos(no_load * 2), per_slot)
+            Some(no_load)
+                if algorithm.calls_of_one_length()
+                    && slots < samples
+                    && (algorithm.in_startup() || gathering(no_load)) =>
+            {
+                (nanos(no_load * 2), slots)
             }
             _ => (u64::MAX, u64::MAX),
         }
