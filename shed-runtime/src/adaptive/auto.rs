@@ -14,6 +14,7 @@ use super::{Driver, LimitAlgorithm, Window};
 use crate::class::ClassSpec;
 use crate::limiter::Inner;
 use crate::sync::Stoppable;
+use budget_scale::{BudgetScale, Unlearned};
 
 /// A probe whose throughput is at least this share of the usual one shows
 /// that the concurrency it removed was only queueing.
@@ -1137,11 +1138,10 @@ pub(crate) struct AutoControl {
     alarm: AtomicU64,
     /// Measured calls the window needs before such a call may close it.
     alarm_samples: AtomicU64,
-    /// The default budgets' scale (f64 bits): positive once a window
-    /// closed with a no-load latency; until then negative, its magnitude
-    /// guessed from the calls measured so far (see
-    /// [`AutoControl::guess_budgets`]); 0 before any call was measured.
-    wait_scale: AtomicU64,
+    /// The default budgets' scale: guessed from the calls measured so far
+    /// (see [`AutoControl::guess_budgets`]) until a window closes with a
+    /// no-load latency.
+    wait_scale: BudgetScale,
     settings: AutoSettings,
     /// Off while a pin, a warm-up ramp or a spawned
     /// [`AdaptiveLimit`](super::AdaptiveLimit) sets the capacity instead.
@@ -1167,7 +1167,7 @@ impl AutoControl {
             min_samples: AtomicU64::new(min_samples(
                 f64::from(settings.initial).max(STARTUP_SAMPLES),
             )),
-            wait_scale: AtomicU64::new(0),
+            wait_scale: BudgetScale::new(),
             alarm: AtomicU64::new(u64::MAX),
             alarm_samples: AtomicU64::new(u64::MAX),
             driver: Stoppable::new(Driver::fresh(
@@ -1183,9 +1183,8 @@ impl AutoControl {
     /// A measured call that took `took` completed at `now`.
     #[inline]
     pub(crate) fn completed(&self, inner: &Inner, now: Instant, took: Duration) {
-        let scale = self.wait_scale.load(Ordering::Relaxed);
-        if f64::from_bits(scale) <= 0.0 {
-            self.guess_budgets(inner, scale);
+        if let Some(read) = self.wait_scale.unlearned() {
+            self.guess_budgets(inner, read);
         }
         let since = nanos(now.saturating_duration_since(self.epoch));
         let due = since >= self.next_close.load(Ordering::Relaxed)
@@ -1311,32 +1310,23 @@ impl AutoControl {
 
     /// Scales the default budgets to a no-load latency of `no_load`.
     fn learn_budgets(&self, no_load: Duration) {
-        let scale = self.scale_for(no_load);
-        self.wait_scale.store(scale.to_bits(), Ordering::Relaxed);
+        self.wait_scale.learn(self.scale_for(no_load));
     }
 
     /// Until the first window closes, scales the default budgets to the
-    /// mean of the calls measured so far (`scale`: the scale read before).
+    /// mean of the calls measured so far (`read`: the scale read before).
     /// Without it the budgets are the classes' defaults, set for calls of
     /// a few milliseconds: 2 workers of 200 ms at 0.8 load refused most
     /// of the calls that waited at their 50 ms, and a call refused is not
     /// measured, so the first window waited 13 s for its 12 calls, at 40%
     /// of the calls served. The cold start's limit is small, so its calls
     /// barely queue inside the service: their mean is near the no-load
-    /// latency the first window will read. A compare-and-swap from the
-    /// scale read before: the learned scale of a window that closed since
-    /// is never overwritten by a guess.
-    fn guess_budgets(&self, inner: &Inner, scale: u64) {
+    /// latency the first window will read. The learned scale of a window
+    /// that closed since `read` is never overwritten by a guess (see
+    /// [`BudgetScale`]).
+    fn guess_budgets(&self, inner: &Inner, read: Unlearned) {
         if let Some(mean) = inner.mean_so_far() {
-            let guess = -self.scale_for(mean);
-            if guess < 0.0 {
-                let _ = self.wait_scale.compare_exchange(
-                    scale,
-                    guess.to_bits(),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-            }
+            self.wait_scale.guess(read, self.scale_for(mean));
         }
     }
 
@@ -1352,17 +1342,14 @@ impl AutoControl {
         if class.max_wait_is_set() {
             return default;
         }
-        // Negative: guessed before the first window closed.
-        let scale = f64::from_bits(self.wait_scale.load(Ordering::Relaxed)).abs();
-        if scale > 0.0 {
+        match self.wait_scale.get() {
             // Past what a `Duration` holds (a `wait_factor` that large):
             // no limit, which the queue's clock takes (see
             // `deadline::after`). `mul_f64` would panic in the caller.
-            Duration::try_from_secs_f64(default.as_secs_f64() * scale)
+            Some(scale) => Duration::try_from_secs_f64(default.as_secs_f64() * scale)
                 .unwrap_or(Duration::MAX)
-                .max(Duration::from_micros(100))
-        } else {
-            default
+                .max(Duration::from_micros(100)),
+            None => default,
         }
     }
 }
@@ -1408,5 +1395,6 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+mod budget_scale;
 #[cfg(test)]
 mod tests;

@@ -240,7 +240,7 @@ fn until_a_window_closes_the_default_budgets_follow_the_calls_measured_so_far() 
     assert_eq!(control.budget(background), Duration::from_millis(45));
     // A window that closed is learned, and no guess read before the close
     // replaces it.
-    let guessed = control.wait_scale.load(Ordering::Relaxed);
+    let guessed = control.wait_scale.unlearned().expect("a guess");
     control.learn_budgets(Duration::from_millis(20));
     control.guess_budgets(inner, guessed);
     assert_eq!(control.budget(critical), Duration::from_millis(60));
