@@ -131,13 +131,12 @@ fn main() -> ExitCode {
         seeds.clone(),
         schedule,
     );
+    let (slowed, recovered) = schedule.slowdown();
     let heading = format!(
-        "defaults grid, worst and mean of seeds {}..{} ({} s from a cold start, 4x slowdown from {} s to {} s)",
+        "defaults grid, worst and mean of seeds {}..{} ({} s from a cold start, 4x slowdown from {slowed} s to {recovered} s)",
         seeds.start,
         seeds.end,
         schedule.seconds(),
-        schedule.slowdown().0,
-        schedule.slowdown().1
     );
     emit(json, &cells, &heading, || grid::table(&cells));
     ExitCode::SUCCESS

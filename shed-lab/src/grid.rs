@@ -174,6 +174,15 @@ impl Contender {
             Contender::Informed => "shed informed",
         }
     }
+
+    /// The lab policy that admits its calls: tower's reject-when-full for
+    /// tower, `shed` (configured by [`scenario`]) for the others.
+    fn policy(self) -> PolicyKind {
+        match self {
+            Contender::Tower => PolicyKind::RejectWhenFull,
+            _ => PolicyKind::Shed,
+        }
+    }
 }
 
 /// The scenario of `shape` for `contender` on `seed`, slowed down as
@@ -421,11 +430,11 @@ pub fn run_cell(
     };
     let (mut goodput_sum, mut steady_sum) = (0.0, None::<f64>);
     for seed in seeds {
-        let policy = match contender {
-            Contender::Tower => PolicyKind::RejectWhenFull,
-            _ => PolicyKind::Shed,
-        };
-        let report = run(&scenario(shape, contender, seed, schedule), policy, factor);
+        let report = run(
+            &scenario(shape, contender, seed, schedule),
+            contender.policy(),
+            factor,
+        );
         let measures = measure(&report, schedule);
         cell.seeds += 1;
         cell.goodput_pct = cell.goodput_pct.min(round1(measures.goodput));
@@ -462,11 +471,11 @@ pub fn trace(
     seed: u64,
     schedule: Schedule,
 ) -> String {
-    let policy = match contender {
-        Contender::Tower => PolicyKind::RejectWhenFull,
-        _ => PolicyKind::Shed,
-    };
-    let report = run(&scenario(shape, contender, seed, schedule), policy, factor);
+    let report = run(
+        &scenario(shape, contender, seed, schedule),
+        contender.policy(),
+        factor,
+    );
     let mut out = format!(
         "{} {factor}x {} seed {seed}: offered {} in time {} late {} shed {} {:?} unfinished {}\n",
         shape.name(),

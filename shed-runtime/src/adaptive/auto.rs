@@ -1183,16 +1183,21 @@ impl AutoControl {
     /// A measured call that took `took` completed at `now`.
     #[inline]
     pub(crate) fn completed(&self, inner: &Inner, now: Instant, took: Duration) {
+        // Stopped (a pin), nothing to learn: a pin before the first
+        // window closed would otherwise guess on every measured call for
+        // good.
+        if !self.driver.is_on() {
+            return;
+        }
         if let Some(read) = self.wait_scale.unlearned() {
             self.guess_budgets(inner, read);
         }
         let since = nanos(now.saturating_duration_since(self.epoch));
         let due = since >= self.next_close.load(Ordering::Relaxed)
             && inner.completions_so_far() >= self.min_samples.load(Ordering::Relaxed);
-        if !(due || self.alarm_raised(inner, took)) || !self.driver.is_on() {
-            return;
+        if due || self.alarm_raised(inner, took) {
+            self.close_if_due(inner, now, since, took);
         }
-        self.close_if_due(inner, now, since, took);
     }
 
     /// Whether a call that took `took` closes the window early (see
@@ -1318,12 +1323,12 @@ impl AutoControl {
     /// Without it the budgets are the classes' defaults, set for calls of
     /// a few milliseconds: 2 workers of 200 ms at 0.8 load refused most
     /// of the calls that waited at their 50 ms, and a call refused is not
-    /// measured, so the first window waited 13 s for its 12 calls, at 40%
-    /// of the calls served. The cold start's limit is small, so its calls
-    /// barely queue inside the service: their mean is near the no-load
-    /// latency the first window will read. The learned scale of a window
-    /// that closed since `read` is never overwritten by a guess (see
-    /// [`BudgetScale`]).
+    /// measured, so the first window waited 13 s for its 12 calls while
+    /// 40% of the calls offered were refused. The cold start's limit is
+    /// small, so its calls barely queue inside the service: their mean is
+    /// near the no-load latency the first window will read. The learned
+    /// scale of a window that closed since `read` is never overwritten by
+    /// a guess (see [`BudgetScale`]).
     fn guess_budgets(&self, inner: &Inner, read: Unlearned) {
         if let Some(mean) = inner.mean_so_far() {
             self.wait_scale.guess(read, self.scale_for(mean));

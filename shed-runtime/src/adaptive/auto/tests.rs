@@ -31,6 +31,24 @@ fn recorded(
     }
 }
 
+/// Replays recorded windows (see [`recorded`]) on `auto`; the limits it
+/// chose.
+fn replay(auto: &mut Auto, windows: &[(f64, u64, f64, f64, f64)]) -> Vec<f64> {
+    windows
+        .iter()
+        .map(|&row| auto.next_limit(&recorded(row)))
+        .collect()
+}
+
+/// The default adaptive limit's controller of `inner`.
+fn auto_control(inner: &crate::limiter::Inner) -> &AutoControl {
+    let control = inner.auto.as_deref().expect("adaptive by default");
+    control
+        .as_any()
+        .downcast_ref()
+        .expect("the default controller")
+}
+
 /// A pool of `workers` serving calls of 10 ms, at `limit`, overloaded.
 fn pool(workers: f64, limit: f64) -> Window {
     let throughput = limit.min(workers) / 0.010; // per second
@@ -223,8 +241,7 @@ fn until_a_window_closes_the_default_budgets_follow_the_calls_measured_so_far() 
     // first window waited 13 s for its 12 calls.
     let limiter = crate::Config::new().build().unwrap();
     let inner = &limiter.inner;
-    let control = inner.auto.as_deref().unwrap().as_any();
-    let control = control.downcast_ref::<AutoControl>().unwrap();
+    let control = auto_control(inner);
     let classes = ClassSpec::defaults();
     let (critical, background) = (&classes[0], &classes[2]);
     assert_eq!(control.budget(critical), Duration::from_millis(50));
@@ -247,6 +264,15 @@ fn until_a_window_closes_the_default_budgets_follow_the_calls_measured_so_far() 
     inner.record_completion(Duration::from_millis(500), 1);
     control.completed(inner, control.epoch + now, Duration::from_millis(500));
     assert_eq!(control.budget(critical), Duration::from_millis(60));
+
+    // Pinned before any window closed: nothing is guessed any more.
+    let pinned = crate::Config::new().build().unwrap();
+    pinned.set_capacity(8);
+    let (inner, took) = (&pinned.inner, Duration::from_millis(200));
+    let control = auto_control(inner);
+    inner.record_completion(took, 1);
+    control.completed(inner, control.epoch + took, took);
+    assert_eq!(control.budget(critical), Duration::from_millis(50));
 }
 
 #[test]
@@ -440,9 +466,7 @@ fn one_window_past_the_pool_does_not_unmake_calls_of_one_length() {
         (20.0, 26, 42.8, 21.0, 20.8),
         (20.0, 28, 21.4, 27.8, 20.8),
     ];
-    for row in cold {
-        auto.next_limit(&recorded(row));
-    }
+    replay(&mut auto, &cold);
     assert!(auto.calls_of_one_length());
     let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
     assert!(
@@ -491,10 +515,7 @@ fn a_cold_start_window_of_a_few_calls_of_one_length_that_all_waited_ends_it() {
         (4.0, 4, 400.0, 400.0, 400.0),
         (4.0, 4, 400.0, 400.0, 400.0),
     ];
-    let mut limits = Vec::new();
-    for row in cold {
-        limits.push(auto.next_limit(&recorded(row)));
-    }
+    let limits = replay(&mut auto, &cold);
     assert!(auto.calls_of_one_length(), "{limits:?}");
     assert!(!auto.in_startup(), "{limits:?}");
     assert!(limits.iter().all(|&l| l <= 4.0), "{limits:?}");
@@ -898,8 +919,7 @@ fn a_window_closing_after_a_pin_sets_nothing() {
     // `pins_among_windows_closing_on_other_threads_are_never_overwritten`.
     let limiter = crate::Config::new().build().unwrap();
     let inner = &limiter.inner;
-    let control = inner.auto.as_deref().unwrap().as_any();
-    let control = control.downcast_ref::<AutoControl>().unwrap();
+    let control = auto_control(inner);
     for _ in 0..12 {
         inner.record_completion(Duration::from_millis(10), 2);
     }
@@ -973,8 +993,7 @@ fn pins_among_windows_closing_on_other_threads_are_never_overwritten() {
 /// just closed at 2 slots: the next needs 12 calls.
 fn controller_after_calls_of_200ms(one_length: bool) -> (crate::Limiter, Duration) {
     let limiter = crate::Config::new().build().unwrap();
-    let control = limiter.inner.auto.as_deref().unwrap().as_any();
-    let control = control.downcast_ref::<AutoControl>().unwrap();
+    let control = auto_control(&limiter.inner);
     {
         let mut driver = control.driver.lock();
         driver.algorithm.no_load = Some(0.200);
@@ -1004,8 +1023,7 @@ fn a_call_of_one_length_twice_the_no_load_latency_closes_a_small_window_early() 
     ] {
         let (limiter, at) = controller_after_calls_of_200ms(one_length);
         let inner = &limiter.inner;
-        let control = inner.auto.as_deref().unwrap().as_any();
-        let control = control.downcast_ref::<AutoControl>().unwrap();
+        let control = auto_control(inner);
         let case = format!("one length {one_length}, {took:?}");
         assert_eq!(limiter.capacity(), 2, "{case}");
         let mut now = at;
@@ -1061,8 +1079,7 @@ fn a_call_that_raised_the_alarm_as_another_closed_the_window_leaves_the_next_one
     // its slots need), or it closes that one with a single call.
     let (limiter, at) = controller_after_calls_of_200ms(true);
     let inner = &limiter.inner;
-    let control = inner.auto.as_deref().unwrap().as_any();
-    let control = control.downcast_ref::<AutoControl>().unwrap();
+    let control = auto_control(inner);
     let slow = Duration::from_millis(800);
     for _ in 0..2 {
         inner.record_completion(slow, 2);
