@@ -930,14 +930,18 @@ impl Auto {
             // slowdown), which a queue inside the service does not do (it
             // keeps the throughput). A pool of workers needs as many calls
             // in flight as before, so the limit stays, and the no-load
-            // latency takes the slowdown that the throughput shows (not
-            // the latency's rise, which may include a queue). The rates
-            // start over at the new speed.
+            // latency takes the slowdown that the throughput shows. Not
+            // the latency's rise, which may include a queue, and lags the
+            // throughput's fall: the first calls to complete were started
+            // before the slowdown, and, capped by it, a 4x slowdown of
+            // 1,000 workers of 200 ms was learned as 2.7x, its slowed
+            // calls then read as a queue, and the limit fell to 740 slots
+            // (54% of the slowed pool for three seconds). The rates start
+            // over at the new speed.
             self.slower_windows += 1;
             if self.slower_windows >= 2 {
                 self.slower_windows = 0;
-                let slower = (usual / rate.max(1e-9)).min(latency / no_load);
-                self.no_load = Some(no_load * slower);
+                self.no_load = Some(no_load * usual / rate.max(1e-9));
                 self.rates = Filter::only(rate);
                 self.bound_rates = Filter::only(rate);
                 self.any_rates = Filter::only(rate);

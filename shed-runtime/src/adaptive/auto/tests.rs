@@ -212,6 +212,40 @@ fn one_slow_window_is_noise_and_two_are_a_slowdown() {
     );
 }
 
+#[test]
+fn a_slowdown_is_scaled_by_the_throughputs_fall_not_by_a_mean_that_lags_it() {
+    // Every call four times slower: the throughput falls at once, but the
+    // first calls to complete were started before, and the second slowed
+    // window's mean was only 2.7 times the no-load latency (1,000 workers
+    // of 200 ms at 3x). Taken as the slowdown, it read the slowed calls
+    // as a queue, and the limit fell to 740 slots for the 1,000 workers.
+    let mut auto = Auto::default();
+    let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
+    let no_load = auto.no_load_latency().unwrap();
+    // The window's mean: `lag` times the no-load latency.
+    let slowed = |lag: Option<f64>| {
+        let w = pool(20.0, before);
+        Window {
+            avg_latency: lag.map_or(w.avg_latency * 4, |lag| no_load.mul_f64(lag)),
+            finished: w.finished / 4,
+            completed: w.completed / 4,
+            ..w
+        }
+    };
+    assert_eq!(auto.next_limit(&slowed(Some(2.5))), before);
+    assert_eq!(auto.next_limit(&slowed(Some(2.7))), before);
+    let learned = auto.no_load_latency().unwrap();
+    assert!(
+        learned >= no_load.mul_f64(3.5),
+        "the throughput's fall: {no_load:?} -> {learned:?}"
+    );
+    let limits: Vec<f64> = (0..10).map(|_| auto.next_limit(&slowed(None))).collect();
+    assert!(
+        limits.iter().all(|&l| l >= 20.0),
+        "the slowed pool keeps its slots: {before} -> {limits:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_default_budgets_are_three_times_the_no_load_latency_in_the_classes_proportions() {
     let control = AutoControl::new(AutoSettings::default());
