@@ -936,8 +936,8 @@ impl Auto {
             // before the slowdown, and, capped by it, a 4x slowdown of
             // 1,000 workers of 200 ms was learned as 2.7x, its slowed
             // calls then read as a queue, and the limit fell to 740 slots
-            // (54% of the slowed pool for three seconds). The rates start
-            // over at the new speed.
+            // (54-70% of the slowed pool for three seconds). The rates
+            // start over at the new speed.
             self.slower_windows += 1;
             if self.slower_windows >= 2 {
                 self.slower_windows = 0;

@@ -222,7 +222,9 @@ fn a_slowdown_is_scaled_by_the_throughputs_fall_not_by_a_mean_that_lags_it() {
     let mut auto = Auto::default();
     let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
     let no_load = auto.no_load_latency().unwrap();
-    // The window's mean: `lag` times the no-load latency.
+    // A slowed window: its mean `lag` times the no-load latency while
+    // calls started before the slowdown still complete (`None`: four
+    // times the usual mean, once none do).
     let slowed = |lag: Option<f64>| {
         let w = pool(20.0, before);
         Window {
