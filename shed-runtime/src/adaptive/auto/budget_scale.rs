@@ -43,7 +43,9 @@ impl BudgetScale {
         Self(AtomicU64::new((-0f64).to_bits()))
     }
 
-    /// The scale, guessed or learned; `None` before either.
+    /// The scale, guessed or learned; `None` before either, or for a
+    /// scale of 0 (which a checked `wait_factor` and a no-load latency
+    /// above 0 never give): the classes' own budgets then.
     pub(crate) fn get(&self) -> Option<f64> {
         let scale = f64::from_bits(self.0.load(Ordering::Relaxed)).abs();
         (scale > 0.0).then_some(scale)

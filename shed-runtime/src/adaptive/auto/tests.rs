@@ -187,20 +187,22 @@ fn a_noisy_mean_does_not_end_the_startup_while_the_throughput_follows() {
     assert!(auto.in_startup());
 }
 
+/// Window `w` with every call four times slower: latency up 4x and
+/// throughput down 4x at the same limit.
+fn four_times_slower(w: Window) -> Window {
+    Window {
+        avg_latency: w.avg_latency * 4,
+        finished: w.finished / 4,
+        completed: w.completed / 4,
+        ..w
+    }
+}
+
 #[test]
 fn one_slow_window_is_noise_and_two_are_a_slowdown() {
     let mut auto = Auto::default();
     let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
-    // Latency up 4x and throughput down 4x at the same limit.
-    let slow = |limit: f64| {
-        let w = pool(20.0, limit);
-        Window {
-            avg_latency: w.avg_latency * 4,
-            finished: w.finished / 4,
-            completed: w.completed / 4,
-            ..w
-        }
-    };
+    let slow = |limit: f64| four_times_slower(pool(20.0, limit));
     let no_load = auto.no_load_latency().unwrap();
     assert_eq!(auto.next_limit(&slow(before)), before, "held, not cut");
     assert_eq!(auto.no_load_latency(), Some(no_load), "not learned yet");
@@ -226,11 +228,9 @@ fn a_slowdown_is_scaled_by_the_throughputs_fall_not_by_a_mean_that_lags_it() {
     // calls started before the slowdown still complete (`None`: four
     // times the usual mean, once none do).
     let slowed = |lag: Option<f64>| {
-        let w = pool(20.0, before);
+        let w = four_times_slower(pool(20.0, before));
         Window {
-            avg_latency: lag.map_or(w.avg_latency * 4, |lag| no_load.mul_f64(lag)),
-            finished: w.finished / 4,
-            completed: w.completed / 4,
+            avg_latency: lag.map_or(w.avg_latency, |lag| no_load.mul_f64(lag)),
             ..w
         }
     };
