@@ -51,6 +51,12 @@ const FOLLOWED: f64 = 0.9;
 /// A cold-start window's mean latency over the no-load one that shows
 /// calls of one length queueing inside the service.
 const COLD_QUEUE: f64 = 1.1;
+/// The fewest calls the cold start's rising windows hold for it to end
+/// without a second look (see `Auto::second_look_at`).
+const THIN_POOL: f64 = 32.0;
+/// The second look's calls over the stalled windows' latency that show
+/// every call slower, not slots that worked.
+const SECOND_LOOK_SLOWER: f64 = 1.25;
 
 /// The default adaptive limit: finds the concurrency a service sustains
 /// from what its completions show, with no latency target to pick.
@@ -77,6 +83,15 @@ const COLD_QUEUE: f64 = 1.1;
 ///   for the product, or the highest limit the throughput followed if it
 ///   failed to follow the last one over two windows or more. A queue alone
 ///   does not end it.
+/// - **A second look.** A cold start about to end while its rising
+///   windows hold fewer than 32 calls first goes back, for one window, to
+///   the last limit the throughput followed (judged once the higher
+///   limit's calls are done). If that window completes fewer calls a
+///   second than the stalled ones, by more than half the limit's fall,
+///   and its calls took at most 1.25 times as long, the slots above were
+///   working: a lucky window had set the rate per slot. The startup then
+///   goes on from the stalled limit, with the stalled windows and the
+///   second look as its pool and no-load latency. Otherwise it ends.
 /// - **Below capacity.** A window closing with no call waiting for a slot
 ///   neither shrinks the limit nor ends a startup, whatever its latency
 ///   or throughput: those then show the load, not the service.
@@ -223,6 +238,14 @@ pub struct Auto {
     /// Whether the probe at half the limit waits for the end of the
     /// startup (a recovery of calls of one length, see `note_recovery`).
     probe_after_startup: bool,
+    /// The cold-start windows that stalled at the current limit, pooled:
+    /// what a second look is judged against.
+    stalled: Pool,
+    /// The second look under way: the limit that stalled and its stalled
+    /// windows.
+    second_look: Option<(f64, Pool)>,
+    /// Whether the cold start took its second look.
+    looked_again: bool,
 }
 
 impl Default for Auto {
@@ -258,6 +281,9 @@ impl Default for Auto {
             one_length_votes: (0, 0),
             window_before: 0.0,
             probe_after_startup: false,
+            stalled: Pool::default(),
+            second_look: None,
+            looked_again: false,
         }
     }
 }
@@ -487,6 +513,8 @@ impl Auto {
             // The next window, bound throughout, is judged afresh.
             self.startup_last = None;
             self.startup_stalls = 0;
+            self.stalled = Pool::default();
+            self.second_look = None;
             return w.limit;
         }
         let mut r = Reading {
@@ -681,6 +709,9 @@ impl Auto {
         if !binds {
             return w.limit;
         }
+        if let Some((stalled_limit, stalled)) = self.second_look.take() {
+            return self.after_second_look(w, r, stalled_limit, stalled);
+        }
         // Calls already queue inside the service (the mean is biased
         // low right after a rise, so this errs late; a handful of calls
         // says nothing).
@@ -750,6 +781,7 @@ impl Auto {
                 }
             }
             self.startup_pool.add(w);
+            self.stalled = Pool::default();
             // While the limit binds, the service holds `limit` calls,
             // so Little's law gives their latency from the throughput
             // alone. (The window's mean latency would not do: right
@@ -840,13 +872,84 @@ impl Auto {
         // concurrency was reached. It is the highest throughput times
         // the lowest latency seen.
         self.startup_stalls += 1;
+        self.stalled.add(w);
         // A few dozen calls give a rate within a fifth or so, and the
         // window right after a rise lags: a third look then.
         let looks = if w.finished < 4 * MIN_SAMPLES { 3 } else { 2 };
         if self.startup_stalls >= looks || queue_shows || one_length_queue {
+            // Calls of one length read their queue exactly: no second
+            // look for them.
+            if let Some(followed) = self.second_look_at(w).filter(|_| !one_length_queue) {
+                self.looked_again = true;
+                self.second_look = Some((w.limit, std::mem::take(&mut self.stalled)));
+                return followed;
+            }
             return self.end_startup(w);
         }
         w.limit
+    }
+
+    /// The limit a cold start about to end after window `w` takes its
+    /// second look at (see the type's docs), if it takes one: its rising
+    /// windows hold too few calls to be sure of their rate per slot. One
+    /// window of 14 calls at the initial 2 slots that came in half their
+    /// time (a 3% chance) set it twice too high for 1,000 workers of 200
+    /// ms; the windows at 4 slots then read as stalled, the startup ended
+    /// at 2.4 slots, and the service served 0.3% of its capacity.
+    fn second_look_at(&self, w: &Window) -> Option<f64> {
+        let (followed, _) = self.startup_last?;
+        (!self.restarted
+            && !self.looked_again
+            && self.startup_pool.finished < THIN_POOL
+            && followed < w.limit)
+            .then_some(followed)
+    }
+
+    /// The second look's window `w` (read as `r`), at the limit the
+    /// throughput last followed, after the windows `stalled` at
+    /// `stalled_limit` did not keep up: the startup goes on from
+    /// `stalled_limit` if those slots were working, or ends.
+    fn after_second_look(
+        &mut self,
+        w: &Window,
+        r: Reading,
+        stalled_limit: f64,
+        stalled: Pool,
+    ) -> f64 {
+        // Calls the stalled limit admitted still complete in a window
+        // right after the fall, and add their rate to the lower limit's:
+        // in the lab, a look at 8 slots right after 16 read 47 calls a
+        // second of calls of 200 ms, of which 8 slots complete 40. The
+        // next window is the look.
+        if w.max_in_flight as f64 > w.limit.ceil() {
+            self.second_look = Some((stalled_limit, stalled));
+            return w.limit;
+        }
+        let Some(per_slot) = stalled.per_slot() else {
+            return self.end_startup(w);
+        };
+        // A service whose concurrency the lower limit already reached
+        // completes as many calls a second there as at the stalled
+        // limit; one it did not reach completes as many per slot. The
+        // line is half-way. A slowdown also completes fewer calls a
+        // second, but every call takes longer: a look at 4 slots for 2
+        // workers that met the lab's 4x slowdown read as slots that
+        // worked, and the limit went to 16 for calls of 800 ms.
+        let stalled_rate = per_slot * stalled_limit;
+        let slots_worked = r.rate < stalled_rate * (1.0 + w.limit / stalled_limit) / 2.0
+            && r.latency <= SECOND_LOOK_SLOWER / per_slot;
+        if !slots_worked {
+            return self.end_startup(w);
+        }
+        // The windows before the stalled ones read too high: the stalled
+        // windows and this one, every slot busy without a queue, are the
+        // pool now, and its reading the no-load latency.
+        self.startup_pool = stalled;
+        self.startup_pool.add(w);
+        self.no_load = self.startup_pool.per_slot().map(|p| 1.0 / p);
+        self.startup_last = Some((stalled_limit, stalled_rate));
+        self.startup_stalls = 0;
+        stalled_limit * self.startup_gain
     }
 
     /// The end of the startup: the limit settles at `headroom` times the
@@ -864,6 +967,7 @@ impl Auto {
             .filter(|_| self.startup_stalls >= 2)
             .map(|(limit, _)| limit);
         self.startup_pool = Pool::default();
+        self.stalled = Pool::default();
         self.startup_stalls = 0;
         // The rates of startup were those of lower limits: a probe is
         // judged against the rate of the limit it leaves.

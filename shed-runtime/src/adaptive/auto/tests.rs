@@ -1127,3 +1127,60 @@ fn a_call_that_raised_the_alarm_as_another_closed_the_window_leaves_the_next_one
     control.close_if_due(inner, control.epoch + now, nanos(now), slow);
     assert_eq!(inner.completions_so_far(), 1, "the next window stays open");
 }
+
+/// The cold start of seed 19 of `fifo-1000x200ms` at 3x, up to its end:
+/// the first window's 14 calls came in 0.69 s, twice the rate of 2 slots
+/// of 200 ms calls, and the windows at 4 slots then read as stalled.
+const A_LUCKY_FIRST_WINDOW: [(f64, u64, f64, f64, f64); 4] = [
+    (2.0, 14, 693.0, 93.5, 4.0),
+    (4.0, 12, 677.0, 217.4, 7.0),
+    (4.0, 12, 632.0, 154.8, 35.0),
+    (4.0, 12, 584.0, 233.6, 23.0),
+];
+
+#[test]
+fn a_cold_start_that_stalls_on_a_lucky_first_window_looks_again_and_goes_on() {
+    let mut auto = Auto::default();
+    let limits = replay(&mut auto, &A_LUCKY_FIRST_WINDOW);
+    assert_eq!(limits, [4.0, 4.0, 4.0, 2.0], "a second look at 2 slots");
+    assert!(auto.in_startup());
+    // Right after the fall, the calls the 4 slots admitted still complete.
+    let draining = Window {
+        max_in_flight: 4,
+        ..recorded((2.0, 12, 1078.0, 221.7, 7.0))
+    };
+    assert_eq!(auto.next_limit(&draining), 2.0, "not judged yet");
+    // 12.6 calls a second at 2 slots against 19 at 4: the slots above
+    // were working, and the first window was lucky.
+    let look = recorded((2.0, 12, 951.0, 149.6, 32.0));
+    assert_eq!(auto.next_limit(&look), 8.0, "the startup goes on from 4");
+    let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+    assert!(
+        (190.0..=210.0).contains(&learned),
+        "the no-load latency of 200 ms calls, not the first window's: {learned} ms"
+    );
+}
+
+#[test]
+fn a_second_look_at_a_pool_the_lower_limit_filled_ends_the_cold_start() {
+    // 2 workers of 200 ms: 10 calls a second at 2 slots and at 4.
+    let mut auto = Auto::default();
+    let at_two = (2.0, 12, 1200.0, 200.0, 5.0);
+    let at_four = (4.0, 12, 1200.0, 400.0, 10.0);
+    let limits = replay(&mut auto, &[at_two, at_four, at_four, at_four]);
+    assert_eq!(limits, [4.0, 4.0, 4.0, 2.0], "a second look at 2 slots");
+    let end = auto.next_limit(&recorded(at_two));
+    assert!(!auto.in_startup(), "as many calls a second at 2 slots");
+    assert!((end - 2.4).abs() < 1e-9, "settled at 1.2x the pool: {end}");
+}
+
+#[test]
+fn a_second_look_whose_calls_got_slower_is_a_slowdown_not_slots_that_worked() {
+    // The second look meets a 4x slowdown: a quarter of the calls a
+    // second, each four times as long.
+    let mut auto = Auto::default();
+    replay(&mut auto, &A_LUCKY_FIRST_WINDOW);
+    let end = auto.next_limit(&recorded((2.0, 12, 4800.0, 800.0, 30.0)));
+    assert!(!auto.in_startup(), "the startup ends");
+    assert!(end <= 2.4 + 1e-9, "no growth into the slowdown: {end}");
+}
