@@ -54,8 +54,9 @@ const COLD_QUEUE: f64 = 1.1;
 /// The fewest calls the cold start's rising windows hold for it to end
 /// without a second look (see `Auto::second_look_at`).
 const THIN_POOL: f64 = 32.0;
-/// The second look's calls over the stalled windows' latency that show
-/// every call slower, not slots that worked.
+/// The second look's mean latency over the stalled windows' (Little's:
+/// their slots over their rate) that shows every call slower, not slots
+/// that worked.
 const SECOND_LOOK_SLOWER: f64 = 1.25;
 
 /// The default adaptive limit: finds the concurrency a service sustains
