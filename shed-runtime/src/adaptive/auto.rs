@@ -239,8 +239,8 @@ pub struct Auto {
     /// Whether the probe at half the limit waits for the end of the
     /// startup (a recovery of calls of one length, see `note_recovery`).
     probe_after_startup: bool,
-    /// The cold-start windows that stalled at the current limit, pooled:
-    /// what a second look is judged against.
+    /// The startup windows that stalled at the current limit, pooled:
+    /// what a cold start's second look is judged against.
     stalled: Pool,
     /// The second look under way: the limit that stalled and its stalled
     /// windows.
@@ -335,6 +335,12 @@ impl Pool {
     /// Calls per slot and second; its inverse is the latency (Little).
     fn per_slot(&self) -> Option<f64> {
         (self.finished > 0.0 && self.slot_seconds > 0.0).then(|| self.finished / self.slot_seconds)
+    }
+
+    /// The calls' latency by Little's law, in seconds: slot-seconds per
+    /// call.
+    fn latency(&self) -> Option<f64> {
+        self.per_slot().map(|p| 1.0 / p)
     }
 }
 
@@ -797,7 +803,7 @@ impl Auto {
             // windows' reading, which the allowance alone would pass.
             let noise = 1.0 + standard_error(w.finished);
             let little = w.limit / rate * noise;
-            let pooled = self.startup_pool.per_slot().map_or(little, |p| 1.0 / p);
+            let pooled = self.startup_pool.latency().unwrap_or(little);
             // Calls of about one length (the shortest near the mean)
             // are read by their own mean, which no call order biases:
             // Little's reading of a window that closes in the middle
@@ -926,7 +932,8 @@ impl Auto {
             self.second_look = Some((stalled_limit, stalled));
             return w.limit;
         }
-        let Some(per_slot) = stalled.per_slot() else {
+        let (Some(per_slot), Some(stalled_latency)) = (stalled.per_slot(), stalled.latency())
+        else {
             return self.end_startup(w);
         };
         // A service whose concurrency the lower limit already reached
@@ -938,7 +945,7 @@ impl Auto {
         // worked, and the limit went to 16 for calls of 800 ms.
         let stalled_rate = per_slot * stalled_limit;
         let slots_worked = r.rate < stalled_rate * (1.0 + w.limit / stalled_limit) / 2.0
-            && r.latency <= SECOND_LOOK_SLOWER / per_slot;
+            && r.latency <= SECOND_LOOK_SLOWER * stalled_latency;
         if !slots_worked {
             return self.end_startup(w);
         }
@@ -947,7 +954,7 @@ impl Auto {
         // pool now, and its reading the no-load latency.
         self.startup_pool = stalled;
         self.startup_pool.add(w);
-        self.no_load = self.startup_pool.per_slot().map(|p| 1.0 / p);
+        self.no_load = self.startup_pool.latency();
         self.startup_last = Some((stalled_limit, stalled_rate));
         self.startup_stalls = 0;
         stalled_limit * self.startup_gain

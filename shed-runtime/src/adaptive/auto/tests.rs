@@ -40,6 +40,14 @@ fn replay(auto: &mut Auto, windows: &[(f64, u64, f64, f64, f64)]) -> Vec<f64> {
         .collect()
 }
 
+/// The no-load latency `auto` learned, in milliseconds.
+fn no_load_ms(auto: &Auto) -> f64 {
+    auto.no_load_latency()
+        .expect("a no-load latency")
+        .as_secs_f64()
+        * 1000.0
+}
+
 /// The default adaptive limit's controller of `inner`.
 fn auto_control(inner: &crate::limiter::Inner) -> &AutoControl {
     let control = inner.auto.as_deref().expect("adaptive by default");
@@ -109,7 +117,7 @@ fn calls_of_one_length_teach_their_own_latency_not_littles_reading_of_a_batch() 
             ..window(20.9, 5.0, finished, true)
         };
         assert_eq!(auto.next_limit(&batch), 10.0, "the startup goes on");
-        let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+        let learned = no_load_ms(&auto);
         assert!(
             (20.0..=21.5).contains(&learned),
             "{elapsed_ms} ms: learned {learned} ms for calls of 20.9 ms"
@@ -124,7 +132,7 @@ fn calls_of_one_length_teach_their_own_latency_not_littles_reading_of_a_batch() 
         ..window(12.0, 4.0, 12, true)
     };
     auto.next_limit(&varied);
-    let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+    let learned = no_load_ms(&auto);
     assert!(
         learned > 19.0,
         "Little's 20 ms, not the mean's 12: {learned}"
@@ -504,7 +512,7 @@ fn one_window_past_the_pool_does_not_unmake_calls_of_one_length() {
     ];
     replay(&mut auto, &cold);
     assert!(auto.calls_of_one_length());
-    let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+    let learned = no_load_ms(&auto);
     assert!(
         (20.5..=21.5).contains(&learned),
         "learned {learned} ms for calls of 21 ms"
@@ -1154,7 +1162,7 @@ fn a_cold_start_that_stalls_on_a_lucky_first_window_looks_again_and_goes_on() {
     // were working, and the first window was lucky.
     let look = recorded((2.0, 12, 951.0, 149.6, 32.0));
     assert_eq!(auto.next_limit(&look), 8.0, "the startup goes on from 4");
-    let learned = auto.no_load_latency().unwrap().as_secs_f64() * 1000.0;
+    let learned = no_load_ms(&auto);
     assert!(
         (190.0..=210.0).contains(&learned),
         "the no-load latency of 200 ms calls, not the first window's: {learned} ms"
