@@ -1187,7 +1187,8 @@ fn a_second_look_whose_calls_got_slower_is_a_slowdown_not_slots_that_worked() {
     // The second look meets a 4x slowdown: a quarter of the calls a
     // second, each four times as long.
     let mut auto = Auto::default();
-    replay(&mut auto, &A_LUCKY_FIRST_WINDOW);
+    let limits = replay(&mut auto, &A_LUCKY_FIRST_WINDOW);
+    assert_eq!(limits, [4.0, 4.0, 4.0, 2.0], "a second look at 2 slots");
     let end = auto.next_limit(&recorded((2.0, 12, 4800.0, 800.0, 30.0)));
     assert!(!auto.in_startup(), "the startup ends");
     assert!(end <= 2.4 + 1e-9, "no growth into the slowdown: {end}");
