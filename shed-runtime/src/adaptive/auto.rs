@@ -54,6 +54,10 @@ const COLD_QUEUE: f64 = 1.1;
 /// The fewest calls the cold start's rising windows hold for it to end
 /// without a second look (see `Auto::second_look_at`).
 const THIN_POOL: f64 = 32.0;
+/// How much longer than the no-load latency the shortest of a window's
+/// calls of one length takes to show the service's own latency (a real
+/// service's calls of one length vary by a few percent).
+const ONE_LENGTH_SLOWER: f64 = 1.05;
 /// The second look's mean latency over the stalled windows' (Little's:
 /// their slots over their rate) that shows every call slower, not slots
 /// that worked.
@@ -73,8 +77,10 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///   rose, not the last one alone). When it stops rising
 ///   (two or three windows in a row: a window of a few dozen calls is
 ///   noisy, and the one right after a rise lags) or stops rising while the
-///   window's mean latency passes 1.2 times the lowest (calls queue inside
-///   the service), set the limit to `headroom` times the bandwidth-delay
+///   window's mean latency passes 1.2 times the lowest reading of the
+///   rising windows (calls queue inside the service; for calls of varying
+///   length, each window's reading with its noise allowed for and capped
+///   by the rising windows' pool as it is then), set the limit to `headroom` times the bandwidth-delay
 ///   product: the highest recent throughput (of windows of 32 calls or
 ///   more) times the lowest recent latency (each window's read by Little's
 ///   law with its noise allowed for, or, for calls of about one length
@@ -111,7 +117,8 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///   limit are every call getting slower, not a queue (which keeps the
 ///   throughput): the limit stays (a pool of workers needs as many calls
 ///   in flight as before), and the no-load latency is scaled by the
-///   throughput's fall.
+///   throughput's fall (against the usual throughput before the window
+///   the slowdown began in, which the slowed calls already pull down).
 /// - **Probe.** Every `probe_every` windows in which the limit binds (for
 ///   calls of varying length, see below), one window runs at `probe` times
 ///   the limit. If it admits as many calls a second (and more than its
@@ -151,7 +158,11 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///   call that took twice the no-load latency: it waited a whole call
 ///   inside the service, or every call got slower. A cold-start window
 ///   whose every call waited so (its shortest over 1.1x the no-load
-///   latency) ends the startup, however few its calls.
+///   latency) ends the startup, however few its calls. A window after the
+///   startup whose shortest call took more than 1.05 times the no-load
+///   latency, with less than half a call queued, teaches its shortest as
+///   the no-load latency (a slowdown scaled by a load's rate reads it
+///   low).
 /// - **Idle before the load.** A window that binds, lasted at least 1 s
 ///   and ten times its calls' latency, and whose calls would have filled
 ///   the limit for less than a quarter of it, began before the load came
@@ -203,6 +214,11 @@ pub struct Auto {
     /// Throughput of ordinary binding windows, smoothed: what a probe is
     /// judged against.
     binding_rate: Option<f64>,
+    /// `binding_rate` before the window that last moved it.
+    binding_rate_before: Option<f64>,
+    /// The usual throughput a slowdown under way is scaled against (see
+    /// `steady_step`), set at its first slowed window.
+    fall_from: Option<f64>,
     /// The limit before the running probe.
     before_probe: Option<f64>,
     /// The last startup window's limit and throughput.
@@ -247,6 +263,10 @@ pub struct Auto {
     second_look: Option<(f64, Pool)>,
     /// Whether the cold start took its second look.
     looked_again: bool,
+    /// The lowest Little reading of the cold start's rising windows,
+    /// each with its noise allowed for and none capped by the pool of its
+    /// time (see `startup_step`).
+    cold_lowest: f64,
 }
 
 impl Default for Auto {
@@ -268,6 +288,8 @@ impl Default for Auto {
             stale: 0,
             stale_latency: f64::INFINITY,
             binding_rate: None,
+            binding_rate_before: None,
+            fall_from: None,
             before_probe: None,
             startup_last: None,
             startup_stalls: 0,
@@ -285,6 +307,7 @@ impl Default for Auto {
             stalled: Pool::default(),
             second_look: None,
             looked_again: false,
+            cold_lowest: f64::INFINITY,
         }
     }
 }
@@ -596,6 +619,7 @@ impl Auto {
             .or_else(|| self.bound_rates.max().or(self.rates.max()))
             .filter(|_| r.rate_binds && !self.startup);
         if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
+            self.binding_rate_before = self.binding_rate;
             self.binding_rate = Some(match self.binding_rate {
                 Some(r) => r + (rate - r) * 0.3,
                 None => rate,
@@ -702,6 +726,7 @@ impl Auto {
         // The concurrency the service takes is to be found again.
         self.idle_rises = 0;
         self.binding_rate = Some(rate);
+        self.binding_rate_before = None;
     }
 
     /// A startup window: the limit doubles while the throughput follows
@@ -721,9 +746,28 @@ impl Auto {
         }
         // Calls already queue inside the service (the mean is biased
         // low right after a rise, so this errs late; a handful of calls
-        // says nothing).
-        let queue_shows = w.completed >= MIN_SAMPLES / 2
-            && self.no_load.is_some_and(|d| latency > QUEUE_SHOWS * d);
+        // says nothing). A cold start's calls of varying length are
+        // judged against its rising windows as they are now (the lowest
+        // reading, noise allowed, capped by their pool), not against the
+        // no-load latency, which keeps each window's cap of its time: a
+        // pool of one window is that window without its allowance. A
+        // first window of 14 calls of 200 ms in 0.83 s set it at 118 ms,
+        // its pool was at 151 ms three windows later, and the window at
+        // 16 slots read its 179 ms as a queue and ended the startup there
+        // for 1,000 workers (2-5% of their capacity until the slowdown
+        // ended). The no-load latency itself stays the lowest reading:
+        // raised to this reference, the product held 64 workers above
+        // their pool, and their slowed calls then read as no queue.
+        let reference = if self.restarted || self.calls_of_one_length() {
+            self.no_load
+        } else {
+            self.startup_pool
+                .latency()
+                .map(|pooled| pooled.min(self.cold_lowest))
+                .or(self.no_load)
+        };
+        let queue_shows =
+            w.completed >= MIN_SAMPLES / 2 && reference.is_some_and(|d| latency > QUEUE_SHOWS * d);
         // Calls of one length show their queue as it is (see `decide`):
         // past the service's concurrency, whatever the throughput read.
         // Near the pool (a restarted startup), a throughput that seemed to
@@ -826,12 +870,10 @@ impl Auto {
             // Read by their mean, a window's queue only reads higher
             // than the lowest reading: Little's law read such a window
             // of a real service at 17.9 ms for calls of 21 ms.
-            let reading = if one_length || self.calls_of_one_length() {
-                latency
-            } else {
-                little.min(pooled)
-            };
+            let of_one = one_length || self.calls_of_one_length();
+            let reading = if of_one { latency } else { little.min(pooled) };
             self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
+            self.cold_lowest = self.cold_lowest.min(if of_one { latency } else { little });
             let last_limit = self.startup_last.map(|(l, _)| l);
             self.startup_last = Some((w.limit, rate));
             self.startup_stalls = 0;
@@ -955,6 +997,7 @@ impl Auto {
         self.startup_pool = stalled;
         self.startup_pool.add(w);
         self.no_load = self.startup_pool.latency();
+        self.cold_lowest = f64::INFINITY;
         self.startup_last = Some((stalled_limit, stalled_rate));
         self.startup_stalls = 0;
         stalled_limit * self.startup_gain
@@ -980,6 +1023,7 @@ impl Auto {
         // The rates of startup were those of lower limits: a probe is
         // judged against the rate of the limit it leaves.
         self.binding_rate = None;
+        self.binding_rate_before = None;
         // A recovery's probe at half the limit, if it waited for this.
         self.deep_probe = std::mem::take(&mut self.probe_after_startup);
         self.since_probe = 0;
@@ -1037,6 +1081,16 @@ impl Auto {
         if !fell {
             self.slower_windows = 0;
         } else if let Some(usual) = usual_rate {
+            // Against the usual rate before the window the slowdown began
+            // in: that window's late calls were slowed, it completed fewer
+            // calls but not fewer by enough to read as slowed, and the
+            // running mean took it in. 16 workers of 10 ms slowed four
+            // times were scaled 3.1 times, the slowed calls read as a
+            // queue, and their limit fell to 10 slots.
+            if self.slower_windows == 0 {
+                self.fall_from = Some(usual.max(self.binding_rate_before.unwrap_or(usual)));
+            }
+            let usual = self.fall_from.unwrap_or(usual);
             // Latency up and throughput down by much, at the same limit,
             // two windows in a row: every call got slower (a dependency, a
             // slowdown), which a queue inside the service does not do (it
@@ -1058,11 +1112,24 @@ impl Auto {
                 self.bound_rates = Filter::only(rate);
                 self.any_rates = Filter::only(rate);
                 self.binding_rate = Some(rate);
+                self.binding_rate_before = None;
                 self.stale = 0;
                 self.stale_latency = f64::INFINITY;
                 self.idle_rises = 0;
             }
             return w.limit;
+        }
+        // Calls of one length that all took longer than the no-load
+        // latency, with less than half a call queued, show the service's
+        // own latency in their shortest: a FIFO queue that short leaves
+        // most calls unqueued, and processor sharing that short slows
+        // each call by less. A slowdown's scale by the throughput's fall
+        // under a load below capacity (8 workers slowed from 2 ms to 8 ms
+        // were scaled 3.7 times) read each slowed call as half a call
+        // queued at 6.5 slots, which held the limit there, a quarter of
+        // the pool idle, for the whole slowdown.
+        if one_length && !queueing && w.min_latency.as_secs_f64() > ONE_LENGTH_SLOWER * no_load {
+            self.no_load = Some(w.min_latency.as_secs_f64());
         }
         if queueing && !w.waiting {
             // A queue inside the service while no call waits for a slot

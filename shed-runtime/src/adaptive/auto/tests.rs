@@ -256,6 +256,39 @@ fn a_slowdown_is_scaled_by_the_throughputs_fall_not_by_a_mean_that_lags_it() {
     );
 }
 
+#[test]
+fn a_slowdown_is_scaled_against_the_rate_before_the_window_it_began_in() {
+    // The window the slowdown began in completes fewer calls (its late
+    // calls are slowed), not fewer by enough to read as slowed, and the
+    // usual rate, a running mean, took it in: 16 ps workers of 10 ms
+    // slowed four times were scaled 3.1x (seed 2 of `ps-16x10ms` at 3x),
+    // the slowed calls read as a queue, and the limit fell to 10 slots.
+    let mut auto = Auto::default();
+    let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
+    let no_load = auto.no_load_latency().unwrap();
+    let usual = pool(20.0, before);
+    let straddling = Window {
+        finished: usual.finished * 62 / 100,
+        completed: usual.completed * 62 / 100,
+        ..usual
+    };
+    let at = auto.next_limit(&straddling);
+    assert!(at >= before, "not slowed yet: {before} -> {at}");
+    let slowed = four_times_slower(pool(20.0, at));
+    for _ in 0..2 {
+        assert_eq!(
+            auto.next_limit(&slowed),
+            at,
+            "the slowed pool keeps its slots"
+        );
+    }
+    let learned = auto.no_load_latency().unwrap();
+    assert!(
+        learned >= no_load.mul_f64(3.9),
+        "four times slower: {no_load:?} -> {learned:?}"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_default_budgets_are_three_times_the_no_load_latency_in_the_classes_proportions() {
     let control = AutoControl::new(AutoSettings::default());
@@ -623,6 +656,30 @@ fn calls_of_one_length_back_from_a_slowdown_learn_their_latency_below_the_pool()
             .iter()
             .all(|&l| l.round() >= 8.0 && l.round() <= 9.0),
         "{slow:?} {limits:?}"
+    );
+}
+
+#[test]
+fn calls_of_one_length_all_slower_than_the_no_load_latency_teach_it() {
+    // 8 workers of 2 ms slowed to 8 ms under a load below capacity: the
+    // throughput's fall, a load's rate over the slowed pool's, scaled the
+    // no-load latency 3.7 times, and the slowdown started the rates over
+    // at 6.5 slots. There each call read as half a call queued (6.5 x
+    // (1 - 7.4 / 8)), not enough to shrink, too much to rise: a quarter
+    // of the pool stood idle for the whole slowdown.
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 100, |l| one_length_at(2.0, 8.0, l));
+    let slowed_rate = 6.5 / 0.008;
+    auto.no_load = Some(0.0074);
+    auto.rates = Filter::only(slowed_rate);
+    auto.bound_rates = Filter::only(slowed_rate);
+    auto.any_rates = Filter::only(slowed_rate);
+    auto.binding_rate = Some(slowed_rate);
+    let limits = drive(&mut auto, 6.5, 40, |l| one_length_at(8.0, 8.0, l));
+    assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(8)));
+    assert!(
+        limits[20..].iter().all(|&l| l.round() >= 8.0),
+        "the pool busy again: {limits:?}"
     );
 }
 
@@ -1166,6 +1223,36 @@ fn a_cold_start_that_stalls_on_a_lucky_first_window_looks_again_and_goes_on() {
     assert!(
         (190.0..=210.0).contains(&learned),
         "the no-load latency of 200 ms calls, not the first window's: {learned} ms"
+    );
+}
+
+/// The cold start of seed 50 of `fifo-1000x200ms` at 3x, to its window at
+/// 16 slots: the first window's 14 calls came in 0.83 s (17 a second of
+/// the 10 that 2 slots of 200 ms calls complete), and the windows after
+/// it rose.
+const A_LUCKY_FIRST_WINDOW_THEN_RISES: [(f64, u64, f64, f64, f64); 4] = [
+    (2.0, 14, 829.0, 74.0, 2.0),
+    (4.0, 12, 524.0, 191.3, 0.0),
+    (8.0, 12, 250.0, 100.8, 38.0),
+    (16.0, 16, 262.0, 178.6, 16.0),
+];
+
+#[test]
+fn a_cold_start_reads_a_queue_against_its_windows_as_they_are_not_its_luckiest() {
+    let mut auto = Auto::default();
+    let limits = replay(&mut auto, &A_LUCKY_FIRST_WINDOW_THEN_RISES);
+    // The lucky first window read 118 ms, and 179 ms passes 1.2 times
+    // that; the three windows' pool reads 151 ms, which it does not.
+    assert_eq!(
+        limits,
+        [4.0, 8.0, 16.0, 16.0],
+        "the window at 16 slots stalled once, without a queue: judged again"
+    );
+    assert!(auto.in_startup());
+    let next = auto.next_limit(&recorded((16.0, 16, 153.0, 162.6, 1.0)));
+    assert_eq!(
+        next, 32.0,
+        "105 calls a second at 16 slots: the startup goes on"
     );
 }
 
