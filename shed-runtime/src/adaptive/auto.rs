@@ -80,10 +80,11 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///   window's mean latency passes 1.2 times the lowest reading of the
 ///   rising windows (calls queue inside the service; for calls of varying
 ///   length, each window's reading with its noise allowed for and capped
-///   by the rising windows' pool as it is then), set the limit to `headroom` times the bandwidth-delay
-///   product: the highest recent throughput (of windows of 32 calls or
-///   more) times the lowest recent latency (each window's read by Little's
-///   law with its noise allowed for, or, for calls of about one length
+///   by the rising windows' pool as it is then), set the limit to
+///   `headroom` times the bandwidth-delay product: the highest recent
+///   throughput (of windows of 32 calls or more) times the lowest recent
+///   latency (each window's read by Little's law with its noise allowed
+///   for, or, for calls of about one length
 ///   (the window's, or most rising windows'), as their mean), which is the
 ///   concurrency the service's workers absorb without queueing (Little's
 ///   law); until a window of 32 calls was seen, the limit itself stands
@@ -263,9 +264,9 @@ pub struct Auto {
     second_look: Option<(f64, Pool)>,
     /// Whether the cold start took its second look.
     looked_again: bool,
-    /// The lowest Little reading of the cold start's rising windows,
-    /// each with its noise allowed for and none capped by the pool of its
-    /// time (see `startup_step`).
+    /// The lowest reading of the cold start's rising windows (Little's
+    /// with its noise allowed for, or the mean of calls of one length),
+    /// none capped by the pool of its time (see `startup_step`).
     cold_lowest: f64,
 }
 
@@ -754,8 +755,8 @@ impl Auto {
         // first window of 14 calls of 200 ms in 0.83 s set it at 118 ms,
         // its pool was at 151 ms three windows later, and the window at
         // 16 slots read its 179 ms as a queue and ended the startup there
-        // for 1,000 workers (2-5% of their capacity until the slowdown
-        // ended). The no-load latency itself stays the lowest reading:
+        // for 1,000 workers (under 3% of their capacity until the
+        // recovery, 11 s in). The no-load latency itself stays the lowest reading:
         // raised to this reference, the product held 64 workers above
         // their pool, and their slowed calls then read as no queue.
         let reference = if self.restarted || self.calls_of_one_length() {
