@@ -874,7 +874,9 @@ impl Auto {
             let of_one = one_length || self.calls_of_one_length();
             let reading = if of_one { latency } else { little.min(pooled) };
             self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
-            self.cold_lowest = self.cold_lowest.min(if of_one { latency } else { little });
+            if !self.restarted {
+                self.cold_lowest = self.cold_lowest.min(if of_one { latency } else { little });
+            }
             let last_limit = self.startup_last.map(|(l, _)| l);
             self.startup_last = Some((w.limit, rate));
             self.startup_stalls = 0;
@@ -1087,7 +1089,10 @@ impl Auto {
             // calls but not fewer by enough to read as slowed, and the
             // running mean took it in. 16 workers of 10 ms slowed four
             // times were scaled 3.1 times, the slowed calls read as a
-            // queue, and their limit fell to 10 slots.
+            // queue, and their limit fell to 10 slots. Taken at the first
+            // slowed window: before any binding window since the startup,
+            // the usual rate is the highest recent one, which the next
+            // window's push can drop from the filter.
             if self.slower_windows == 0 {
                 self.fall_from = Some(usual.max(self.binding_rate_before.unwrap_or(usual)));
             }

@@ -675,8 +675,13 @@ fn calls_of_one_length_all_slower_than_the_no_load_latency_teach_it() {
     auto.bound_rates = Filter::only(slowed_rate);
     auto.any_rates = Filter::only(slowed_rate);
     auto.binding_rate = Some(slowed_rate);
-    let limits = drive(&mut auto, 6.5, 40, |l| one_length_at(8.0, 8.0, l));
-    assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(8)));
+    let first = auto.next_limit(&one_length_at(8.0, 8.0, 6.5));
+    assert_eq!(
+        auto.no_load_latency(),
+        Some(Duration::from_millis(8)),
+        "taught by the first such window"
+    );
+    let limits = drive(&mut auto, first, 40, |l| one_length_at(8.0, 8.0, l));
     assert!(
         limits[20..].iter().all(|&l| l.round() >= 8.0),
         "the pool busy again: {limits:?}"
