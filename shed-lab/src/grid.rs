@@ -462,8 +462,9 @@ pub fn run_cell(
     cell
 }
 
-/// One run second by second: served in time over the best possible, and
-/// the limit at the end of each second (what to read when a cell fails).
+/// One run second by second: served in time over the best possible, the
+/// calls offered, and the limit at the end of each second (what to read
+/// when a cell fails).
 pub fn trace(
     shape: &Shape,
     factor: f64,
@@ -494,10 +495,11 @@ pub fn trace(
             .find(|p| p.start_s <= f64::from(s.second) && f64::from(s.second) < p.end_s)
             .map_or(0.0, |p| p.ideal_rps);
         out += &format!(
-            "  {:>2}s {:>6.1}% ({} of {best}) limit {}\n",
+            "  {:>2}s {:>6.1}% ({} of {best}) offered {} limit {}\n",
             s.second,
             100.0 * s.served_in_time as f64 / best.max(1.0),
             s.served_in_time,
+            s.offered,
             s.limit.map_or("-".into(), |l| l.to_string())
         );
     }
