@@ -68,7 +68,10 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///
 /// - **Startup.** From a small limit, multiply it by `startup_gain` every
 ///   window (of at least 12 calls) in which the limit binds (in the cold
-///   start, by its square for a window that took two round trips or more,
+///   start, in which calls waited for a slot: below capacity a window can
+///   reach its limit in a burst with none waiting, and its throughput is
+///   the load's, though its calls, if of one length, still show their
+///   latency; by its square for a window that took two round trips or more,
 ///   to the nearest, to gather its calls, once the window before rose and
 ///   every slot still completes calls at the rate the rises showed,
 ///   without a queue), as long as the
@@ -820,6 +823,20 @@ impl Auto {
             }
             _ => true,
         };
+        // Below capacity a cold-start window can reach its limit in a
+        // moment's burst with no call waiting for a slot: its throughput
+        // is the load's, not what its slots can do, so it neither grows
+        // the limit nor joins the pool (as TCP holds the window of a
+        // sender its application limits, RFC 7661). 2 workers of 200 ms
+        // at 0.8 load doubled from 4 slots to 8 on such windows (to 16
+        // with the round trips' gain), and the slowdown then queued 8
+        // calls of 800 ms behind the 2 workers, past every client's 2 s.
+        // Calls of one length that queued inside the service show the
+        // limit past its concurrency, waiting or not (below).
+        if !self.restarted && !w.waiting && !one_length_queue {
+            self.learn_below_the_limit(w, latency);
+            return w.limit;
+        }
         // A queue alone does not end the startup: with a few dozen calls
         // of varying length a window's mean is noisy, and a 1,000-worker
         // pool read as queueing at 32 slots stays there.
@@ -915,8 +932,11 @@ impl Auto {
         // slot shows the load, not the service: below capacity, ending
         // here put the limit at the load's product, and its bursts then
         // waited in the limiter's queue (a tenth of them past the budget,
-        // for 4 workers of 1 ms at 0.8 load).
-        if !w.waiting {
+        // for 4 workers of 1 ms at 0.8 load). Calls of one length that
+        // queued inside the service show the service, whatever the load:
+        // 8 ps workers of 2 ms at 0.8 load held 16 slots over five such
+        // windows, a queue of 8 calls inside.
+        if !w.waiting && !one_length_queue {
             return w.limit;
         }
         // The limit grew, the throughput did not keep up (twice, for
@@ -939,6 +959,24 @@ impl Auto {
             return self.end_startup(w);
         }
         w.limit
+    }
+
+    /// What a cold-start window `w` (of mean latency `latency`) in which
+    /// no call waited for a slot still shows, whatever the load: whether
+    /// the service's calls are of one length, and if they are, their
+    /// no-load latency, as their mean. Without it, 2 ps workers of 200 ms
+    /// at 0.8 load learned nothing until a window of waiting calls, which
+    /// took 5 s to time its 12, and that window met the slowdown: its
+    /// 700 ms became the no-load latency, the limit went to 16, and every
+    /// call took 1.6 s for clients of 1 s.
+    fn learn_below_the_limit(&mut self, w: &Window, latency: f64) {
+        let one_length = w.min_latency.as_secs_f64() >= ONE_LENGTH * latency;
+        let (of_one, not) = &mut self.one_length_votes;
+        *if one_length { of_one } else { not } += 1;
+        if one_length {
+            self.no_load = Some(self.no_load.map_or(latency, |d| d.min(latency)));
+            self.cold_lowest = self.cold_lowest.min(latency);
+        }
     }
 
     /// The limit a cold start about to end after window `w` takes its
@@ -1251,10 +1289,14 @@ pub struct AutoSettings {
     pub min_window: Duration,
     /// A class's default queue-wait budget becomes this many times the
     /// no-load latency, in the proportion of the class's default to 50 ms
-    /// (default 3: `critical` may wait three times the service time,
-    /// `optional` 1.2 times, `background` 0.3 times). Twice refused calls
-    /// of a small pool in the ordinary queueing noise below its capacity;
-    /// with adaptive LIFO under overload a longer budget costs little.
+    /// (default 4: `critical` may wait four times the service time,
+    /// `optional` 1.6 times, `background` 0.4 times): a call that waited
+    /// its whole budget still ends within 5x its service time, the
+    /// shortest client timeout of the defaults grid. Three times refused
+    /// the ordinary queueing noise of small pools below their capacity (2
+    /// workers of 200 ms at 0.8 load served 99% in time on about half the
+    /// runs that four times did), twice more of it; with adaptive LIFO
+    /// under overload a longer budget costs little.
     /// Until the first window closes, the mean of the calls measured so
     /// far stands for the no-load latency (the class's own default until
     /// one is).
@@ -1268,7 +1310,7 @@ impl Default for AutoSettings {
             min: 1,
             max: 10_000,
             min_window: Duration::from_millis(100),
-            wait_factor: 3.0,
+            wait_factor: 4.0,
         }
     }
 }

@@ -108,7 +108,7 @@ mod tests {
         let config = Config::new().env_from(|_| None);
         assert_eq!(
             config.describe(),
-            "shed: capacity=adaptive (default), starting at 2 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 3x the measured service time"
+            "shed: capacity=adaptive (default), starting at 2 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 4x the measured service time"
         );
         let limiter = config.build().unwrap();
         assert!(limiter.is_adaptive());

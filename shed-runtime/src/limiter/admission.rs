@@ -200,7 +200,7 @@ fn outcome(
             // path samples by admission.
             let timed = waiter.deadline.is_some()
                 || held.window_is_read()
-                || waiter.seq() & held.sample_mask == 0;
+                || waiter.seq() & held.sampled_mask == 0;
             // The permit first: if recording panics, dropping it gives the
             // granted slots back.
             let state = &held.core.classes[class];
@@ -368,5 +368,36 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    /// Which of `calls` admissions of `limiter` that found a free slot
+    /// were timed, taken one after the other by the guard's path and by
+    /// `acquire_as`, in turn.
+    async fn timed_at_once(limiter: &crate::Limiter, calls: usize) -> Vec<usize> {
+        let policy = crate::Policy::leak("timed::at_once", "critical", None, 1);
+        let mut timed = Vec::new();
+        for i in 0..calls {
+            let permit = if i % 2 == 0 {
+                let held = Held::scoped(std::sync::Arc::clone(&limiter.inner));
+                let class = held.policy_class(policy).unwrap();
+                let admitted = held.admit_at_once(class, 1, &policy.stats);
+                admitted.ok().expect("a free slot")
+            } else {
+                limiter.acquire_as(policy).await.unwrap()
+            };
+            if permit.is_timed() {
+                timed.push(i);
+            }
+        }
+        timed
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_adaptive_default_times_its_first_admissions_then_one_in_64() {
+        let adaptive = crate::Limiter::builder().build().unwrap();
+        let first: Vec<usize> = (0..32).chain([63, 127]).collect();
+        assert_eq!(timed_at_once(&adaptive, 128).await, first);
+        let fixed = crate::Limiter::builder().capacity(4).build().unwrap();
+        assert_eq!(timed_at_once(&fixed, 128).await, [63, 127]);
     }
 }

@@ -290,7 +290,7 @@ fn a_slowdown_is_scaled_against_the_rate_before_the_window_it_began_in() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_default_budgets_are_three_times_the_no_load_latency_in_the_classes_proportions() {
+async fn the_default_budgets_are_four_times_the_no_load_latency_in_the_classes_proportions() {
     let control = AutoControl::new(AutoSettings::default());
     let classes = ClassSpec::defaults();
     let (critical, optional, background) = (&classes[0], &classes[1], &classes[2]);
@@ -300,9 +300,9 @@ async fn the_default_budgets_are_three_times_the_no_load_latency_in_the_classes_
         "the class's own default until a call was measured"
     );
     control.learn_budgets(Duration::from_millis(200));
-    assert_eq!(control.budget(critical), Duration::from_millis(600));
-    assert_eq!(control.budget(optional), Duration::from_millis(240));
-    assert_eq!(control.budget(background), Duration::from_millis(60));
+    assert_eq!(control.budget(critical), Duration::from_millis(800));
+    assert_eq!(control.budget(optional), Duration::from_millis(320));
+    assert_eq!(control.budget(background), Duration::from_millis(80));
     let pinned = critical.clone().max_wait(Duration::from_millis(7));
     assert_eq!(
         control.budget(&pinned),
@@ -330,17 +330,17 @@ fn until_a_window_closes_the_default_budgets_follow_the_calls_measured_so_far() 
         control.completed(inner, control.epoch + now, took);
     }
     assert_eq!(inner.completions_so_far(), 2, "the window is still open");
-    assert_eq!(control.budget(critical), Duration::from_millis(450));
-    assert_eq!(control.budget(background), Duration::from_millis(45));
+    assert_eq!(control.budget(critical), Duration::from_millis(600));
+    assert_eq!(control.budget(background), Duration::from_millis(60));
     // A window that closed is learned, and no guess read before the close
     // replaces it.
     let guessed = control.wait_scale.unlearned().expect("a guess");
     control.learn_budgets(Duration::from_millis(20));
     control.guess_budgets(inner, guessed);
-    assert_eq!(control.budget(critical), Duration::from_millis(60));
+    assert_eq!(control.budget(critical), Duration::from_millis(80));
     inner.record_completion(Duration::from_millis(500), 1);
     control.completed(inner, control.epoch + now, Duration::from_millis(500));
-    assert_eq!(control.budget(critical), Duration::from_millis(60));
+    assert_eq!(control.budget(critical), Duration::from_millis(80));
 
     // Pinned before any window closed: nothing is guessed any more.
     let pinned = crate::Config::new().build().unwrap();
@@ -597,6 +597,74 @@ fn a_cold_start_window_of_a_few_calls_of_one_length_that_all_waited_ends_it() {
     assert!(!auto.in_startup(), "{limits:?}");
     assert!(limits.iter().all(|&l| l <= 4.0), "{limits:?}");
     assert!(limits.last().unwrap().round() <= 3.0, "{limits:?}");
+}
+
+#[test]
+fn below_capacity_a_cold_start_window_in_which_no_call_waited_grows_nothing() {
+    // 2 workers of 200 ms at 0.8 load (the defaults grid's
+    // `fifo-2x200ms-exp-10x`, seed 3): the window at 4 slots reached its
+    // limit in a burst, but no call waited for a slot, and its 9 calls a
+    // second (the load's) read as following the limit: it doubled to 8,
+    // and the slowdown queued 8 calls of 800 ms behind 2 workers.
+    let mut auto = Auto::default();
+    let first = recorded((2.0, 12, 2113.0, 193.6, 5.0));
+    assert_eq!(auto.next_limit(&first), 4.0);
+    let unwaited = Window {
+        waiting: false,
+        ..recorded((4.0, 12, 1276.0, 192.9, 34.0))
+    };
+    assert!(unwaited.limit_binds(), "the limit was reached");
+    assert_eq!(auto.next_limit(&unwaited), 4.0, "the load's rate");
+    assert!(auto.in_startup());
+    // The same window with calls waiting for a slot shows the slots'.
+    assert_eq!(
+        auto.next_limit(&recorded((4.0, 12, 1276.0, 192.9, 34.0))),
+        8.0
+    );
+}
+
+#[test]
+fn calls_of_one_length_that_queued_inside_end_a_cold_start_whether_or_not_any_waited() {
+    // 8 ps workers of 2 ms at 0.8 load (the defaults grid, seed 2): the
+    // cold start reached 16 slots, and the windows there, in which no
+    // call waited for a slot, read 2.9-3.9 ms; held as the load's, the
+    // limit stayed at 16 for five windows.
+    let mut auto = Auto::default();
+    let cold = [(2.0, 12, 13.0, 2.0, 2.0), (4.0, 17, 10.0, 2.0, 2.0)];
+    assert_eq!(replay(&mut auto, &cold), [4.0, 16.0]);
+    let queued = Window {
+        waiting: false,
+        ..recorded((16.0, 33, 11.0, 3.4, 2.0))
+    };
+    let next = auto.next_limit(&queued);
+    assert!(!auto.in_startup(), "ended at {next}");
+    assert!(next <= 10.0, "back near the 8 workers: {next}");
+}
+
+#[test]
+fn a_cold_start_window_in_which_no_call_waited_still_teaches_calls_of_one_length() {
+    // 2 ps workers of 200 ms at 0.8 load (the defaults grid, seed 4): no
+    // call waited at 2 slots, so nothing was learned until a window of
+    // waiting calls, which took 5 s to time and met the slowdown: its
+    // 700 ms became the no-load latency and the limit went to 16.
+    let mut auto = Auto::default();
+    let unwaited = Window {
+        waiting: false,
+        ..recorded((2.0, 12, 1596.0, 200.0, 200.0))
+    };
+    assert_eq!(auto.next_limit(&unwaited), 2.0, "the load's rate");
+    assert_eq!(no_load_ms(&auto), 200.0);
+    assert!(auto.calls_of_one_length());
+    // Calls of varying length read below the limit teach no latency
+    // (Little's reading needs the limit to bind), only their kind.
+    let mut varying = Auto::default();
+    let unwaited = Window {
+        waiting: false,
+        ..recorded((2.0, 12, 1596.0, 200.0, 20.0))
+    };
+    assert_eq!(varying.next_limit(&unwaited), 2.0);
+    assert_eq!(varying.no_load_latency(), None);
+    assert!(!varying.calls_of_one_length());
 }
 
 #[test]
