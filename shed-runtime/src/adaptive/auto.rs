@@ -58,6 +58,10 @@ const THIN_POOL: f64 = 32.0;
 /// calls of one length takes to show the service's own latency (a real
 /// service's calls of one length vary by a few percent).
 const ONE_LENGTH_SLOWER: f64 = 1.05;
+/// The most a second look's rate per slot may exceed the stalled
+/// windows' for its slots to count as the stalled ones at work (a window
+/// of a dozen calls reads its rate within about a third).
+const PER_SLOT_KEPT: f64 = 1.5;
 /// The second look's mean latency over the stalled windows' (Little's:
 /// their slots over their rate) that shows every call slower, not slots
 /// that worked.
@@ -1025,9 +1029,17 @@ impl Auto {
         // line is half-way. A slowdown also completes fewer calls a
         // second, but every call takes longer: a look at 4 slots for 2
         // workers that met the lab's 4x slowdown read as slots that
-        // worked, and the limit went to 16 for calls of 800 ms.
+        // worked, and the limit went to 16 for calls of 800 ms. And slots
+        // that worked each complete about as many calls as the stalled
+        // ones did: a look at a quarter of the limit may keep up to 2.5
+        // times their rate per slot below the half-way line, which is
+        // the slots above doing nothing (2 workers at 16 slots, whose
+        // calls queued 1.3 s inside, looked at 4 in the slowdown, read
+        // 2.5 times the rate per slot in calls no slower than the queued
+        // ones, and the limit went to 32).
         let stalled_rate = per_slot * stalled_limit;
         let slots_worked = r.rate < stalled_rate * (1.0 + w.limit / stalled_limit) / 2.0
+            && r.rate <= PER_SLOT_KEPT * per_slot * w.limit
             && r.latency <= SECOND_LOOK_SLOWER * stalled_latency;
         if !slots_worked {
             return self.end_startup(w);

@@ -1353,3 +1353,34 @@ fn a_second_look_whose_calls_got_slower_is_a_slowdown_not_slots_that_worked() {
     assert!(!auto.in_startup(), "the startup ends");
     assert!(end <= 2.4 + 1e-9, "no growth into the slowdown: {end}");
 }
+
+#[test]
+fn a_second_look_whose_slots_each_did_twice_the_work_is_not_slots_that_worked() {
+    // 2 workers of 200 ms at 3x (`fifo-2x200ms-exp-10x`, seed 26): a
+    // window at 4 slots read 22 calls a second (20 at most) and the limit
+    // went to 16, whose calls queued 1.3 s inside the service. The look
+    // back at 4 met the slowdown: 5.3 calls a second, fewer by more than
+    // half the limit's fall, and calls of 0.96 s, not slower than the
+    // queued ones; read as slots that worked, the limit went to 32.
+    let mut auto = Auto::default();
+    let limits = replay(
+        &mut auto,
+        &[(2.0, 12, 1105.0, 169.1, 2.0), (4.0, 12, 541.0, 181.9, 39.0)],
+    );
+    assert_eq!(limits, [4.0, 16.0]);
+    let stalled = Window {
+        finished: 26,
+        ..recorded((16.0, 16, 3070.0, 1334.2, 151.0))
+    };
+    assert_eq!(auto.next_limit(&stalled), 4.0, "a second look at 4 slots");
+    let draining = Window {
+        max_in_flight: 16,
+        ..recorded((4.0, 12, 1065.0, 1383.0, 1154.0))
+    };
+    assert_eq!(auto.next_limit(&draining), 4.0, "not judged yet");
+    // Each of the 4 slots completed 1.3 calls a second, 2.5 times the
+    // stalled slots' 0.5: the slots above did nothing.
+    let end = auto.next_limit(&recorded((4.0, 12, 2272.0, 958.9, 404.0)));
+    assert!(!auto.in_startup(), "the startup ends");
+    assert!(end <= 4.8 + 1e-9, "1.2 times the look's 4 slots: {end}");
+}
