@@ -291,8 +291,10 @@ fn below_capacity_a_pool_of_slow_calls_is_not_refused_while_its_first_window_fil
     // own 50 ms budget, a quarter of a call, refused most of those that
     // waited, so the first window's 12 calls took seconds to come: 82.9%
     // and 81.9% of the calls offered outside the slowdown were served in
-    // time on average over 8 seeds. The budgets now follow the calls
-    // measured until that window closes.
+    // time on average over 8 seeds. The budgets then followed the calls
+    // measured until that window closed (93.0% and 94.0%); now the first
+    // 32 calls are timed, so it closes on them, and the cold start grows
+    // only on windows in which calls waited (95.7% and 96.1%).
     for name in ["fifo-2x200ms-exp-10x", "ps-2x200ms-const-5x"] {
         let cell = grid::run_cell(
             grid_shape(name),
@@ -301,6 +303,6 @@ fn below_capacity_a_pool_of_slow_calls_is_not_refused_while_its_first_window_fil
             0..8,
             grid::Schedule::default(),
         );
-        assert!(cell.steady_mean_pct >= Some(90.0), "{name}: {cell:?}");
+        assert!(cell.steady_mean_pct >= Some(95.0), "{name}: {cell:?}");
     }
 }
