@@ -109,7 +109,10 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///   second look as its pool and no-load latency. Otherwise it ends.
 /// - **Below capacity.** A window closing with no call waiting for a slot
 ///   neither shrinks the limit nor ends a startup, whatever its latency
-///   or throughput: those then show the load, not the service.
+///   or throughput: those then show the load, not the service (nor does
+///   it grow a cold start, see above). Calls of one length that queued
+///   inside the service are the exception: they show the limit past the
+///   service's concurrency, and end a startup.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
 ///   bandwidth-delay product (at most by half; until a window of 32 calls
@@ -221,9 +224,7 @@ pub struct Auto {
     stale_latency: f64,
     /// Throughput of ordinary binding windows, smoothed: what a probe is
     /// judged against.
-    binding_rate: Option<f64>,
-    /// `binding_rate` before the window that last moved it.
-    binding_rate_before: Option<f64>,
+    binding_rate: BindingRate,
     /// The usual throughput a slowdown under way is scaled against (see
     /// `steady_step`), set at its first slowed window.
     fall_from: Option<f64>,
@@ -295,8 +296,7 @@ impl Default for Auto {
             restarted: false,
             stale: 0,
             stale_latency: f64::INFINITY,
-            binding_rate: None,
-            binding_rate_before: None,
+            binding_rate: BindingRate::default(),
             fall_from: None,
             before_probe: None,
             startup_last: None,
@@ -344,6 +344,35 @@ impl Filter {
 
     fn max(&self) -> Option<f64> {
         self.samples[..self.len].iter().copied().reduce(f64::max)
+    }
+}
+
+/// The smoothed throughput of ordinary binding windows, and what it was
+/// before the window that last moved it (a slowdown is scaled against
+/// that, see `Auto::steady_step`).
+#[derive(Debug, Clone, Copy, Default)]
+struct BindingRate {
+    now: Option<f64>,
+    before: Option<f64>,
+}
+
+impl BindingRate {
+    fn get(&self) -> Option<f64> {
+        self.now
+    }
+
+    /// Moves the smoothed rate towards a binding window's `rate`.
+    fn add(&mut self, rate: f64) {
+        self.before = self.now;
+        self.now = Some(self.now.map_or(rate, |r| r + (rate - r) * 0.3));
+    }
+
+    /// Starts again from `rate`, with nothing before it.
+    fn reset(&mut self, rate: Option<f64>) {
+        *self = Self {
+            now: rate,
+            before: None,
+        };
     }
 }
 
@@ -624,14 +653,11 @@ impl Auto {
         // slowed pool for a second).
         let usual_rate = self
             .binding_rate
+            .get()
             .or_else(|| self.bound_rates.max().or(self.rates.max()))
             .filter(|_| r.rate_binds && !self.startup);
         if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
-            self.binding_rate_before = self.binding_rate;
-            self.binding_rate = Some(match self.binding_rate {
-                Some(r) => r + (rate - r) * 0.3,
-                None => rate,
-            });
+            self.binding_rate.add(rate);
         }
         if self.startup {
             return self.startup_step(w, r);
@@ -662,7 +688,10 @@ impl Auto {
         // stayed (2% of its capacity over the run).
         let fraction = w.limit / restore.max(f64::MIN_POSITIVE);
         let holds = PROBE_HOLDS.max(fraction * (1.0 + 2.0 * standard_error(w.finished)));
-        let as_many = self.binding_rate.is_some_and(|usual| rate >= holds * usual);
+        let as_many = self
+            .binding_rate
+            .get()
+            .is_some_and(|usual| rate >= holds * usual);
         let stale = std::mem::take(&mut self.stale_probe);
         // Calls of one length do not rise from the product in the window
         // after a probe (see `steady_step`), which its lower throughput
@@ -684,6 +713,7 @@ impl Auto {
         let noise = standard_error(w.finished);
         let fewer = self
             .binding_rate
+            .get()
             .is_none_or(|usual| rate < (1.0 - noise) * usual);
         if stale && fewer {
             // The latency that stayed high was the service's own (the
@@ -704,7 +734,7 @@ impl Auto {
             rate_binds,
             ..
         } = r;
-        let usual = self.binding_rate.filter(|_| rate_binds);
+        let usual = self.binding_rate.get().filter(|_| rate_binds);
         if self.startup || !usual.is_some_and(|usual| rate > 1.5 * usual) {
             return;
         }
@@ -733,8 +763,7 @@ impl Auto {
         self.probe_after_startup = seen && self.calls_of_one_length();
         // The concurrency the service takes is to be found again.
         self.idle_rises = 0;
-        self.binding_rate = Some(rate);
-        self.binding_rate_before = None;
+        self.binding_rate.reset(Some(rate));
     }
 
     /// A startup window: the limit doubles while the throughput follows
@@ -878,7 +907,7 @@ impl Auto {
             // connection database of 20 ms queries read 17 ms and 25 ms
             // from a 12-call window at 5 slots, and the high reading
             // held its limit at 21-30).
-            let one_length = w.min_latency.as_secs_f64() >= ONE_LENGTH * latency;
+            let one_length = holds_one_length(w, latency);
             // Whether the service's calls are of one length is read here,
             // mostly below its concurrency, where nothing queues inside
             // it (past it, a FIFO queue inside makes every call wait, and
@@ -886,17 +915,16 @@ impl Auto {
             // service's window that rose past its pool on a batch of
             // completions, or one slowed by a busy CPU, reads otherwise.
             if !self.restarted {
-                let (of_one, not) = &mut self.one_length_votes;
-                *if one_length { of_one } else { not } += 1;
+                self.vote_one_length(one_length);
             }
             // Read by their mean, a window's queue only reads higher
             // than the lowest reading: Little's law read such a window
             // of a real service at 17.9 ms for calls of 21 ms.
             let of_one = one_length || self.calls_of_one_length();
-            let reading = if of_one { latency } else { little.min(pooled) };
-            self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
-            if !self.restarted {
-                self.cold_lowest = self.cold_lowest.min(if of_one { latency } else { little });
+            if of_one {
+                self.learn_startup_reading(latency, latency);
+            } else {
+                self.learn_startup_reading(little.min(pooled), little);
             }
             let last_limit = self.startup_last.map(|(l, _)| l);
             self.startup_last = Some((w.limit, rate));
@@ -974,12 +1002,27 @@ impl Auto {
     /// 700 ms became the no-load latency, the limit went to 16, and every
     /// call took 1.6 s for clients of 1 s.
     fn learn_below_the_limit(&mut self, w: &Window, latency: f64) {
-        let one_length = w.min_latency.as_secs_f64() >= ONE_LENGTH * latency;
+        let one_length = holds_one_length(w, latency);
+        self.vote_one_length(one_length);
+        if one_length {
+            self.learn_startup_reading(latency, latency);
+        }
+    }
+
+    /// Counts a cold-start window's vote on whether the service's calls
+    /// are of one length (see [`Auto::calls_of_one_length`]).
+    fn vote_one_length(&mut self, one_length: bool) {
         let (of_one, not) = &mut self.one_length_votes;
         *if one_length { of_one } else { not } += 1;
-        if one_length {
-            self.no_load = Some(self.no_load.map_or(latency, |d| d.min(latency)));
-            self.cold_lowest = self.cold_lowest.min(latency);
+    }
+
+    /// Takes a startup window's `reading` as the no-load latency if it is
+    /// lower, and in the cold start its `uncapped` reading (not capped by
+    /// the pool of its time) as `cold_lowest` if that is.
+    fn learn_startup_reading(&mut self, reading: f64, uncapped: f64) {
+        self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
+        if !self.restarted {
+            self.cold_lowest = self.cold_lowest.min(uncapped);
         }
     }
 
@@ -1075,8 +1118,7 @@ impl Auto {
         self.startup_stalls = 0;
         // The rates of startup were those of lower limits: a probe is
         // judged against the rate of the limit it leaves.
-        self.binding_rate = None;
-        self.binding_rate_before = None;
+        self.binding_rate.reset(None);
         // A recovery's probe at half the limit, if it waited for this.
         self.deep_probe = std::mem::take(&mut self.probe_after_startup);
         self.since_probe = 0;
@@ -1144,7 +1186,7 @@ impl Auto {
             // the usual rate is the highest recent one, which the next
             // window's push can drop from the filter.
             if self.slower_windows == 0 {
-                self.fall_from = Some(usual.max(self.binding_rate_before.unwrap_or(usual)));
+                self.fall_from = Some(usual.max(self.binding_rate.before.unwrap_or(usual)));
             }
             let usual = self.fall_from.unwrap_or(usual);
             // Latency up and throughput down by much, at the same limit,
@@ -1167,8 +1209,7 @@ impl Auto {
                 self.rates = Filter::only(rate);
                 self.bound_rates = Filter::only(rate);
                 self.any_rates = Filter::only(rate);
-                self.binding_rate = Some(rate);
-                self.binding_rate_before = None;
+                self.binding_rate.reset(Some(rate));
                 self.stale = 0;
                 self.stale_latency = f64::INFINITY;
                 self.idle_rises = 0;
@@ -1600,6 +1641,12 @@ impl AutoControl {
             None => default,
         }
     }
+}
+
+/// Whether window `w`, of mean latency `latency`, holds calls of about
+/// one length: its shortest near its mean.
+fn holds_one_length(w: &Window, latency: f64) -> bool {
+    w.min_latency.as_secs_f64() >= ONE_LENGTH * latency
 }
 
 /// The calls of window `w` (of calls of one length, with a mean latency of

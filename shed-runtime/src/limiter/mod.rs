@@ -85,7 +85,12 @@ pub(crate) struct Inner {
     /// A power of two less one: one fast-path admission in `mask + 1` is
     /// timed. `sampled_mask` from the start, or under the default adaptive
     /// limit 0 (each one) until [`TIMED_FIRST`] were (see
-    /// [`Held::note_sampled`]). Relaxed: seen late, it times a call more.
+    /// [`Held::note_sampled`]). Its one change is that single store, so
+    /// Relaxed does: an admission that reads either value only times its
+    /// own call or not, and counts its tenant at that value's rate. No
+    /// slot, waiter or counter of the limiter depends on it (around the
+    /// switch, one tenant tally may count a sample at the other rate),
+    /// which is why no loom model covers it.
     sample_mask: AtomicU64,
     /// The sample mask of `Config::sample_every`, which waiters use: all
     /// of them are timed while the default adaptive limit runs.
