@@ -52,8 +52,12 @@ const FOLLOWED: f64 = 0.9;
 /// calls of one length queueing inside the service.
 const COLD_QUEUE: f64 = 1.1;
 /// The fewest calls the cold start's rising windows hold for it to end
-/// without a second look (see `Auto::second_look_at`).
+/// without a second look (see `Auto::second_look_at`), and to grow
+/// fourfold (see `Auto::grows_fourfold`).
 const THIN_POOL: f64 = 32.0;
+/// The most calls in flight a cold-start window that did not fill its
+/// limit leaves it at, over them, once it grows fourfold.
+const UNFILLED: f64 = 2.0;
 /// How much longer than the no-load latency the shortest of a window's
 /// calls of one length takes to show the service's own latency (a real
 /// service's calls of one length vary by a few percent).
@@ -75,10 +79,11 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///   start, in which calls waited for a slot: below capacity a window can
 ///   reach its limit in a burst with none waiting, and its throughput is
 ///   the load's, though its calls, if of one length, still show their
-///   latency; by its square for a window that took two round trips or more,
-///   to the nearest, to gather its calls, once the window before rose and
-///   every slot still completes calls at the rate the rises showed,
-///   without a queue), as long as the
+///   latency; by its square for a window that took two round trips or
+///   more, to the nearest, to gather its calls, or for any window once
+///   the rising windows hold 32 calls of varying length, if the window
+///   before rose and every slot still completes calls at the rate the
+///   rises showed, without a queue), as long as the
 ///   throughput rises with it (by at least a quarter of the limit's rise,
 ///   judged against the rate per slot of all the startup windows that
 ///   rose, not the last one alone). When it stops rising
@@ -96,8 +101,8 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///   concurrency the service's workers absorb without queueing (Little's
 ///   law); until a window of 32 calls was seen, the limit itself stands
 ///   for the product, or the highest limit the throughput followed if it
-///   failed to follow the last one over two windows or more. A queue alone
-///   does not end it.
+///   failed to follow the last one over two windows or more, or once with
+///   a queue. A queue alone does not end it.
 /// - **A second look.** A cold start about to end while its rising
 ///   windows hold fewer than 32 calls first goes back, for one window, to
 ///   the last limit the throughput followed (judged once the higher
@@ -112,7 +117,12 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///   or throughput: those then show the load, not the service (nor does
 ///   it grow a cold start, see above). Calls of one length that queued
 ///   inside the service are the exception: they show the limit past the
-///   service's concurrency, and end a startup.
+///   service's concurrency, and end a startup. And a cold start that grows
+///   fourfold brings a limit its window did not fill down to twice the
+///   most calls in flight in it: a limit far above the load would let a
+///   slowdown queue calls past their clients, as a TCP sender's unused
+///   window would burst (RFC 7661). A window at that limit or below then
+///   grows the limit only if its slots keep the rising windows' rate.
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
 ///   bandwidth-delay product (at most by half; until a window of 32 calls
@@ -776,6 +786,18 @@ impl Auto {
             ..
         } = r;
         if !binds {
+            // A cold start that grows fourfold can leave a limit far
+            // above what a load below capacity fills (from its queue of
+            // the cold start's first seconds), and nothing brings it
+            // down while the load stays under it: 1,000 workers of 200 ms
+            // at 0.8 load kept 4,096 slots, and a 4x slowdown then queued
+            // three slowed calls a worker, past every client's 2 s (a
+            // second served 0%). Like a TCP sender's window its
+            // application leaves unused (RFC 7661), the limit comes down
+            // to twice the most calls in flight.
+            if !self.restarted && self.grows_fourfold() {
+                return (UNFILLED * w.max_in_flight as f64).max(2.0).min(w.limit);
+            }
             return w.limit;
         }
         if let Some((stalled_limit, stalled)) = self.second_look.take() {
@@ -838,7 +860,7 @@ impl Auto {
         let speed_changed =
             self.rise_from.is_some() && self.no_load.is_some_and(|d| !self.of_one_length(w, d));
         if speed_changed {
-            return self.end_startup(w);
+            return self.end_startup(w, false);
         }
         // Below the service's concurrency every slot completes calls at
         // the same rate (one per service time), so the windows whose
@@ -850,9 +872,15 @@ impl Auto {
         let grew = match (self.startup_last, self.startup_pool.per_slot()) {
             // A quarter of the limit's rise at least (1.25x for a
             // doubling): past the service's concurrency it stays flat.
+            // A window at the last limit or below (brought down, above)
+            // grew only if its slots kept the pooled rate: counted as
+            // risen, a window at the 1,634 slots an unfilled limit came
+            // down to met a 4x slowdown, and the limit doubled.
+            (Some((last_limit, _)), Some(per_slot)) if w.limit <= last_limit => {
+                rate >= FOLLOWED * per_slot * w.limit
+            }
             (Some((last_limit, _)), Some(per_slot)) => {
-                w.limit <= last_limit
-                    || rate >= per_slot * last_limit * (1.0 + 0.25 * (w.limit / last_limit - 1.0))
+                rate >= per_slot * last_limit * (1.0 + 0.25 * (w.limit / last_limit - 1.0))
             }
             _ => true,
         };
@@ -948,13 +976,31 @@ impl Auto {
             // every slot completing calls at the pooled rate. At 2 slots
             // a window of 12 calls lasts six round trips: 1,000 workers
             // of 200 ms took 3.4 s to find, doubling once a window.
+            // Once the rising windows hold `THIN_POOL` calls, their rate
+            // per slot is known within a fifth, and a window followed in
+            // full grows by two round trips' gain however short it was:
+            // doubling a round trip, 1,000 workers of 200 ms were found
+            // 3.0-3.2 s after a cold start (a window of one round trip
+            // from 16 slots on), and at 0.8 load 3 runs of 32 served 99%
+            // of their calls outside the slowdown; growing fourfold, 19.
+            // The price is a limit up to four times the pool for the
+            // window that finds it: its calls queue inside for up to
+            // three service times, and the calls that come while they
+            // drain wait (see BENCHMARKS.md). Not for calls of one
+            // length, whose queue shows at once and whose p99 that queue
+            // would set: 16 workers of 20 ms went from 31 ms to 48.
+            // Their windows that took round trips still grow by each.
             let followed_in_full = |d: f64| {
                 latency <= QUEUE_SHOWS * d
                     && per_slot_before.is_some_and(|p| rate >= FOLLOWED * p * w.limit)
             };
             let rounds = match (self.restarted, last_limit, self.no_load) {
                 (false, Some(_), Some(d)) if followed_in_full(d) => {
-                    (w.elapsed.as_secs_f64() / d).round().clamp(1.0, 2.0)
+                    if self.grows_fourfold() {
+                        2.0
+                    } else {
+                        (w.elapsed.as_secs_f64() / d).round().clamp(1.0, 2.0)
+                    }
                 }
                 _ => 1.0,
             };
@@ -988,9 +1034,16 @@ impl Auto {
                 self.second_look = Some((w.limit, std::mem::take(&mut self.stalled)));
                 return followed;
             }
-            return self.end_startup(w);
+            return self.end_startup(w, queue_shows && !one_length_queue);
         }
         w.limit
+    }
+
+    /// Whether a cold-start window followed in full grows by two round
+    /// trips' gain however short it was: its rising windows hold
+    /// [`THIN_POOL`] calls, of varying length (see `startup_step`).
+    fn grows_fourfold(&self) -> bool {
+        self.startup_pool.finished >= THIN_POOL && !self.calls_of_one_length()
     }
 
     /// What a cold-start window `w` (of mean latency `latency`) in which
@@ -1064,7 +1117,7 @@ impl Auto {
         }
         let (Some(per_slot), Some(stalled_latency)) = (stalled.per_slot(), stalled.latency())
         else {
-            return self.end_startup(w);
+            return self.end_startup(w, false);
         };
         // A service whose concurrency the lower limit already reached
         // completes as many calls a second there as at the stalled
@@ -1085,7 +1138,7 @@ impl Auto {
             && r.rate <= PER_SLOT_KEPT * per_slot * w.limit
             && r.latency <= SECOND_LOOK_SLOWER * stalled_latency;
         if !slots_worked {
-            return self.end_startup(w);
+            return self.end_startup(w, false);
         }
         // The windows before the stalled ones read too high: the stalled
         // windows and this one, every slot busy without a queue, are the
@@ -1099,19 +1152,30 @@ impl Auto {
         stalled_limit * self.startup_gain
     }
 
-    /// The end of the startup: the limit settles at `headroom` times the
-    /// concurrency the service sustained.
-    fn end_startup(&mut self, w: &Window) -> f64 {
+    /// The end of the startup after window `w`: the limit settles at
+    /// `headroom` times the concurrency the service sustained.
+    /// `queue_showed`: `w` showed calls queueing inside the service.
+    fn end_startup(&mut self, w: &Window, queue_showed: bool) -> f64 {
         self.startup = false;
         self.restarted = false;
         // The highest limit the throughput followed, if it failed to
         // follow the last one over more than one window (the window right
         // after a rise lags, and one alone ended a 16-worker pool's
-        // startup under 3x at 16 slots).
+        // startup under 3x at 16 slots), or once with a queue inside the
+        // service: then the limit itself is past the pool. A window of
+        // 12 calls that read 2 workers of 200 ms at 17 calls a second at
+        // 8 slots doubled the limit to 16, whose window showed every
+        // call waiting (1.4 s for calls of 200 ms); the startup ended at
+        // 16 slots with headroom, and the next window, of 64 calls at 19
+        // slots, took 11.6 s (36% of capacity at 3x, over the run).
+        // Calls of one length that queued end at the limit, which the
+        // next window cuts to the product they read exactly: the limit
+        // before theirs can be far below (the README's 8 workers rose
+        // from 4 to 16, and ending at 4 cost 5% of the run's goodput).
         let followed = self
             .startup_last
             .take()
-            .filter(|_| self.startup_stalls >= 2)
+            .filter(|_| self.startup_stalls >= 2 || queue_showed)
             .map(|(limit, _)| limit);
         self.startup_pool = Pool::default();
         self.stalled = Pool::default();

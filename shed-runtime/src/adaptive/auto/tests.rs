@@ -882,6 +882,84 @@ fn a_window_draining_a_higher_limit_keeps_its_throughput() {
     assert!(usual >= 790.0, "{usual}");
 }
 
+/// A cold start of 1,000 workers of 200 ms (exponential) grown fourfold
+/// to 64 slots (see the test above).
+fn grown_fourfold_to_64() -> Auto {
+    let mut auto = past_a_first_window_of_200ms_calls();
+    let limits = replay(
+        &mut auto,
+        &[
+            (4.0, 4, 200.0, 200.0, 20.0),
+            (8.0, 8, 200.0, 200.0, 20.0),
+            (16.0, 16, 200.0, 200.0, 20.0),
+        ],
+    );
+    assert_eq!(limits, [8.0, 16.0, 64.0]);
+    auto
+}
+
+#[test]
+fn a_cold_start_limit_that_grew_fourfold_comes_down_to_twice_what_the_load_fills() {
+    // At 0.8 load 1,000 workers kept 4,096 slots the load never filled,
+    // and a 4x slowdown queued three slowed calls a worker past every
+    // client (a second at 0%).
+    let mut auto = grown_fourfold_to_64();
+    let unfilled = Window {
+        max_in_flight: 6,
+        waiting: false,
+        ..recorded((64.0, 32, 400.0, 200.0, 20.0))
+    };
+    assert_eq!(auto.next_limit(&unfilled), 12.0);
+    assert!(auto.in_startup());
+    // A window at that limit, below the last one that rose, whose calls
+    // came four times slower did not rise: the limit holds, where it
+    // doubled.
+    assert_eq!(
+        auto.next_limit(&recorded((12.0, 12, 1000.0, 800.0, 20.0))),
+        12.0
+    );
+    // One whose slots kept their rate goes on rising.
+    let mut auto = grown_fourfold_to_64();
+    auto.next_limit(&unfilled);
+    assert_eq!(
+        auto.next_limit(&recorded((12.0, 12, 200.0, 200.0, 20.0))),
+        48.0
+    );
+    // Before the rising windows hold 32 calls, a limit grows by one round
+    // trip at most, and the load's bursts keep it.
+    let mut auto = past_a_first_window_of_200ms_calls();
+    let unfilled = Window {
+        max_in_flight: 1,
+        waiting: false,
+        ..recorded((4.0, 4, 400.0, 200.0, 20.0))
+    };
+    assert_eq!(auto.next_limit(&unfilled), 4.0);
+}
+
+#[test]
+fn a_startup_that_ends_on_a_queue_without_a_full_window_settles_at_the_limit_the_throughput_followed(
+) {
+    // 2 fifo workers of 200 ms (exponential) at 3x, seed 61 of the
+    // defaults grid: 12 calls at 8 slots came at 17 a second (2 workers
+    // complete 10), the limit doubled to 16, and there every call waited
+    // inside the service (the shortest 470 ms). Ended at the limit
+    // itself, the startup settled at 19.2 slots, and the next window of
+    // 64 calls took 11.6 s.
+    let mut auto = Auto::default();
+    let limits = replay(
+        &mut auto,
+        &[
+            (2.0, 12, 1465.0, 197.5, 39.0),
+            (4.0, 12, 1046.0, 359.0, 48.0),
+            (8.0, 12, 689.0, 359.8, 65.0),
+            (16.0, 16, 2385.0, 1367.6, 470.0),
+        ],
+    );
+    assert!(!auto.in_startup(), "{limits:?}");
+    assert_eq!(&limits[..3], [4.0, 8.0, 16.0]);
+    assert!(limits[3] <= 1.2 * 8.0 + 1e-9, "{limits:?}");
+}
+
 /// Past the cold start's first window: 12 calls of 200 ms (exponential)
 /// at 2 slots, six round trips; the limit doubled to 4.
 fn past_a_first_window_of_200ms_calls() -> Auto {
@@ -905,11 +983,47 @@ fn a_cold_start_window_that_took_round_trips_to_fill_grows_by_each_once_a_rise_w
         auto.next_limit(&recorded((4.0, 12, 600.0, 200.0, 20.0))),
         16.0
     );
-    // A window of one round trip grows by one.
+}
+
+#[test]
+fn a_cold_start_window_of_one_round_trip_grows_by_one_until_the_rising_windows_hold_32_calls() {
+    // 1,000 workers of 200 ms. With 16 and then 24 calls in the rising
+    // windows, a window of one round trip grows by one round trip's gain.
+    let mut auto = past_a_first_window_of_200ms_calls();
+    assert_eq!(
+        auto.next_limit(&recorded((4.0, 4, 200.0, 200.0, 20.0))),
+        8.0
+    );
+    assert_eq!(
+        auto.next_limit(&recorded((8.0, 8, 200.0, 200.0, 20.0))),
+        16.0
+    );
+    // With 40, their rate per slot is known within a fifth: a window
+    // followed in full grows by two, however short. Doubling a round
+    // trip found the pool 3.0-3.2 s after the cold start.
     assert_eq!(
         auto.next_limit(&recorded((16.0, 16, 200.0, 200.0, 20.0))),
-        32.0
+        64.0
     );
+    // One that shows a queue (calls of 200 ms taking 400) grows by one.
+    assert_eq!(
+        auto.next_limit(&recorded((64.0, 64, 200.0, 400.0, 20.0))),
+        128.0
+    );
+    // Calls of one length grow by one: a queue behind their workers
+    // would set their p99.
+    let mut auto = Auto::default();
+    let limits = replay(
+        &mut auto,
+        &[
+            (2.0, 12, 1200.0, 200.0, 190.0),
+            (4.0, 4, 200.0, 200.0, 190.0),
+            (8.0, 8, 200.0, 200.0, 190.0),
+            (16.0, 16, 200.0, 200.0, 190.0),
+        ],
+    );
+    assert!(auto.calls_of_one_length());
+    assert_eq!(limits, [4.0, 8.0, 16.0, 32.0]);
 }
 
 #[test]
