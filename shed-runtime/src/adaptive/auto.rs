@@ -58,6 +58,9 @@ const THIN_POOL: f64 = 32.0;
 /// The most calls in flight a cold-start window that did not fill its
 /// limit leaves it at, over them, once it grows fourfold.
 const UNFILLED: f64 = 2.0;
+/// The least limit a cold start grows fourfold from (see
+/// `Auto::grows_fourfold`).
+const FOURFOLD_FROM: f64 = 64.0;
 /// How much longer than the no-load latency the shortest of a window's
 /// calls of one length takes to show the service's own latency (a real
 /// service's calls of one length vary by a few percent).
@@ -80,8 +83,9 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 ///   reach its limit in a burst with none waiting, and its throughput is
 ///   the load's, though its calls, if of one length, still show their
 ///   latency; by its square for a window that took two round trips or
-///   more, to the nearest, to gather its calls, or for any window once
-///   the rising windows hold 32 calls of varying length, if the window
+///   more, to the nearest, to gather its calls, or for any window from
+///   64 slots once the rising windows hold 32 calls of varying length,
+///   if the window
 ///   before rose and every slot still completes calls at the rate the
 ///   rises showed, without a queue), as long as the
 ///   throughput rises with it (by at least a quarter of the limit's rise,
@@ -795,7 +799,7 @@ impl Auto {
             // second served 0%). Like a TCP sender's window its
             // application leaves unused (RFC 7661), the limit comes down
             // to twice the most calls in flight.
-            if !self.restarted && self.grows_fourfold() {
+            if !self.restarted && self.grows_fourfold(w.limit) {
                 return (UNFILLED * w.max_in_flight as f64).max(2.0).min(w.limit);
             }
             return w.limit;
@@ -976,27 +980,33 @@ impl Auto {
             // every slot completing calls at the pooled rate. At 2 slots
             // a window of 12 calls lasts six round trips: 1,000 workers
             // of 200 ms took 3.4 s to find, doubling once a window.
-            // Once the rising windows hold `THIN_POOL` calls, their rate
-            // per slot is known within a fifth, and a window followed in
-            // full grows by two round trips' gain however short it was:
+            // From `FOURFOLD_FROM` slots, once the rising windows hold
+            // `THIN_POOL` calls, their rate per slot is known within a
+            // fifth, and a window followed in full grows by two round
+            // trips' gain however short it was:
             // doubling a round trip, 1,000 workers of 200 ms were found
             // 3.0-3.2 s after a cold start (a window of one round trip
             // from 16 slots on), and at 0.8 load 3 runs of 32 served 99%
-            // of their calls outside the slowdown; growing fourfold, 19.
+            // of their calls outside the slowdown; growing fourfold, 11.
             // The price is a limit up to four times the pool for the
             // window that finds it: its calls queue inside for up to
             // three service times, and the calls that come while they
             // drain wait (see BENCHMARKS.md). Not for calls of one
             // length, whose queue shows at once and whose p99 that queue
             // would set: 16 workers of 20 ms went from 31 ms to 48.
-            // Their windows that took round trips still grow by each.
+            // Their windows that took round trips still grow by each. Nor
+            // below 64 slots, where doubling finds a pool within a second
+            // or so: from 16, a real service's 16 connections of 20 ms
+            // queries, whose calls did not all read as of one length,
+            // saw p99 at 1.9-2.1 times the uncontended p99 at 3x, 1.3-1.5
+            // times doubling.
             let followed_in_full = |d: f64| {
                 latency <= QUEUE_SHOWS * d
                     && per_slot_before.is_some_and(|p| rate >= FOLLOWED * p * w.limit)
             };
             let rounds = match (self.restarted, last_limit, self.no_load) {
                 (false, Some(_), Some(d)) if followed_in_full(d) => {
-                    if self.grows_fourfold() {
+                    if self.grows_fourfold(w.limit) {
                         2.0
                     } else {
                         (w.elapsed.as_secs_f64() / d).round().clamp(1.0, 2.0)
@@ -1039,11 +1049,14 @@ impl Auto {
         w.limit
     }
 
-    /// Whether a cold-start window followed in full grows by two round
-    /// trips' gain however short it was: its rising windows hold
-    /// [`THIN_POOL`] calls, of varying length (see `startup_step`).
-    fn grows_fourfold(&self) -> bool {
-        self.startup_pool.finished >= THIN_POOL && !self.calls_of_one_length()
+    /// Whether a cold-start window at `limit` followed in full grows by
+    /// two round trips' gain however short it was: `limit` is at least
+    /// [`FOURFOLD_FROM`], and the rising windows hold [`THIN_POOL`] calls,
+    /// of varying length (see `startup_step`).
+    fn grows_fourfold(&self, limit: f64) -> bool {
+        limit >= FOURFOLD_FROM
+            && self.startup_pool.finished >= THIN_POOL
+            && !self.calls_of_one_length()
     }
 
     /// What a cold-start window `w` (of mean latency `latency`) in which

@@ -883,8 +883,9 @@ fn a_window_draining_a_higher_limit_keeps_its_throughput() {
 }
 
 /// A cold start of 1,000 workers of 200 ms (exponential) grown fourfold
-/// to 64 slots (see the test above).
-fn grown_fourfold_to_64() -> Auto {
+/// to 256 slots (see
+/// `a_cold_start_window_of_one_round_trip_grows_by_one_below_64_slots_or_32_calls`).
+fn grown_fourfold_to_256() -> Auto {
     let mut auto = past_a_first_window_of_200ms_calls();
     let limits = replay(
         &mut auto,
@@ -892,9 +893,11 @@ fn grown_fourfold_to_64() -> Auto {
             (4.0, 4, 200.0, 200.0, 20.0),
             (8.0, 8, 200.0, 200.0, 20.0),
             (16.0, 16, 200.0, 200.0, 20.0),
+            (32.0, 32, 200.0, 200.0, 20.0),
+            (64.0, 64, 200.0, 200.0, 20.0),
         ],
     );
-    assert_eq!(limits, [8.0, 16.0, 64.0]);
+    assert_eq!(limits, [8.0, 16.0, 32.0, 64.0, 256.0]);
     auto
 }
 
@@ -903,11 +906,11 @@ fn a_cold_start_limit_that_grew_fourfold_comes_down_to_twice_what_the_load_fills
     // At 0.8 load 1,000 workers kept 4,096 slots the load never filled,
     // and a 4x slowdown queued three slowed calls a worker past every
     // client (a second at 0%).
-    let mut auto = grown_fourfold_to_64();
+    let mut auto = grown_fourfold_to_256();
     let unfilled = Window {
         max_in_flight: 6,
         waiting: false,
-        ..recorded((64.0, 32, 400.0, 200.0, 20.0))
+        ..recorded((256.0, 32, 400.0, 200.0, 20.0))
     };
     assert_eq!(auto.next_limit(&unfilled), 12.0);
     assert!(auto.in_startup());
@@ -919,11 +922,11 @@ fn a_cold_start_limit_that_grew_fourfold_comes_down_to_twice_what_the_load_fills
         12.0
     );
     // One whose slots kept their rate goes on rising.
-    let mut auto = grown_fourfold_to_64();
+    let mut auto = grown_fourfold_to_256();
     auto.next_limit(&unfilled);
     assert_eq!(
         auto.next_limit(&recorded((12.0, 12, 200.0, 200.0, 20.0))),
-        48.0
+        24.0
     );
     // Before the rising windows hold 32 calls, a limit grows by one round
     // trip at most, and the load's bursts keep it.
@@ -986,29 +989,32 @@ fn a_cold_start_window_that_took_round_trips_to_fill_grows_by_each_once_a_rise_w
 }
 
 #[test]
-fn a_cold_start_window_of_one_round_trip_grows_by_one_until_the_rising_windows_hold_32_calls() {
+fn a_cold_start_window_of_one_round_trip_grows_by_one_below_64_slots_or_32_calls() {
     // 1,000 workers of 200 ms. With 16 and then 24 calls in the rising
-    // windows, a window of one round trip grows by one round trip's gain.
+    // windows, or below 64 slots, a window of one round trip grows by
+    // one round trip's gain.
     let mut auto = past_a_first_window_of_200ms_calls();
-    assert_eq!(
-        auto.next_limit(&recorded((4.0, 4, 200.0, 200.0, 20.0))),
-        8.0
+    let limits = replay(
+        &mut auto,
+        &[
+            (4.0, 4, 200.0, 200.0, 20.0),
+            (8.0, 8, 200.0, 200.0, 20.0),
+            (16.0, 16, 200.0, 200.0, 20.0),
+            (32.0, 32, 200.0, 200.0, 20.0),
+        ],
     );
+    assert_eq!(limits, [8.0, 16.0, 32.0, 64.0]);
+    // From 64 slots, with 84 calls, a window followed in full grows by
+    // two, however short. Doubling a round trip found the pool 3.0-3.2 s
+    // after the cold start.
     assert_eq!(
-        auto.next_limit(&recorded((8.0, 8, 200.0, 200.0, 20.0))),
-        16.0
-    );
-    // With 40, their rate per slot is known within a fifth: a window
-    // followed in full grows by two, however short. Doubling a round
-    // trip found the pool 3.0-3.2 s after the cold start.
-    assert_eq!(
-        auto.next_limit(&recorded((16.0, 16, 200.0, 200.0, 20.0))),
-        64.0
+        auto.next_limit(&recorded((64.0, 64, 200.0, 200.0, 20.0))),
+        256.0
     );
     // One that shows a queue (calls of 200 ms taking 400) grows by one.
     assert_eq!(
-        auto.next_limit(&recorded((64.0, 64, 200.0, 400.0, 20.0))),
-        128.0
+        auto.next_limit(&recorded((256.0, 64, 50.0, 400.0, 20.0))),
+        512.0
     );
     // Calls of one length grow by one: a queue behind their workers
     // would set their p99.
@@ -1020,10 +1026,12 @@ fn a_cold_start_window_of_one_round_trip_grows_by_one_until_the_rising_windows_h
             (4.0, 4, 200.0, 200.0, 190.0),
             (8.0, 8, 200.0, 200.0, 190.0),
             (16.0, 16, 200.0, 200.0, 190.0),
+            (32.0, 32, 200.0, 200.0, 190.0),
+            (64.0, 64, 200.0, 200.0, 190.0),
         ],
     );
     assert!(auto.calls_of_one_length());
-    assert_eq!(limits, [4.0, 8.0, 16.0, 32.0]);
+    assert_eq!(limits, [4.0, 8.0, 16.0, 32.0, 64.0, 128.0]);
 }
 
 #[test]
