@@ -55,8 +55,8 @@ const COLD_QUEUE: f64 = 1.1;
 /// without a second look (see `Auto::second_look_at`), and to grow
 /// fourfold (see `Auto::grows_fourfold`).
 const THIN_POOL: f64 = 32.0;
-/// The most calls in flight a cold-start window that did not fill its
-/// limit leaves it at, over them, once it grows fourfold.
+/// A cold start that grows fourfold brings a limit its window did not
+/// fill down to this many times the most calls in flight in it.
 const UNFILLED: f64 = 2.0;
 /// The least limit a cold start grows fourfold from (see
 /// `Auto::grows_fourfold`).

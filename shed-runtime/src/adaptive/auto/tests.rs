@@ -882,24 +882,28 @@ fn a_window_draining_a_higher_limit_keeps_its_throughput() {
     assert!(usual >= 790.0, "{usual}");
 }
 
-/// A cold start of 1,000 workers of 200 ms (exponential) grown fourfold
-/// to 256 slots (see
-/// `a_cold_start_window_of_one_round_trip_grows_by_one_below_64_slots_or_32_calls`).
+/// A cold start of 1,000 workers of 200 ms (exponential), past its first
+/// window, through windows of one round trip each: below 64 slots (and
+/// with 16, then 24 calls in the rising windows) each grows by one round
+/// trip's gain; from 64, with 84 calls pooled, a window followed in full
+/// grows by two, however short. Doubling a round trip found the pool
+/// 3.0-3.2 s after the cold start.
 fn grown_fourfold_to_256() -> Auto {
     let mut auto = past_a_first_window_of_200ms_calls();
-    let limits = replay(
-        &mut auto,
-        &[
-            (4.0, 4, 200.0, 200.0, 20.0),
-            (8.0, 8, 200.0, 200.0, 20.0),
-            (16.0, 16, 200.0, 200.0, 20.0),
-            (32.0, 32, 200.0, 200.0, 20.0),
-            (64.0, 64, 200.0, 200.0, 20.0),
-        ],
-    );
+    let limits = replay(&mut auto, &RISING_200MS_CALLS);
     assert_eq!(limits, [8.0, 16.0, 32.0, 64.0, 256.0]);
     auto
 }
+
+/// The windows of [`grown_fourfold_to_256`]: every slot completes a call
+/// of 200 ms a round trip, without a queue.
+const RISING_200MS_CALLS: [(f64, u64, f64, f64, f64); 5] = [
+    (4.0, 4, 200.0, 200.0, 20.0),
+    (8.0, 8, 200.0, 200.0, 20.0),
+    (16.0, 16, 200.0, 200.0, 20.0),
+    (32.0, 32, 200.0, 200.0, 20.0),
+    (64.0, 64, 200.0, 200.0, 20.0),
+];
 
 #[test]
 fn a_cold_start_limit_that_grew_fourfold_comes_down_to_twice_what_the_load_fills() {
@@ -990,27 +994,8 @@ fn a_cold_start_window_that_took_round_trips_to_fill_grows_by_each_once_a_rise_w
 
 #[test]
 fn a_cold_start_window_of_one_round_trip_grows_by_one_below_64_slots_or_32_calls() {
-    // 1,000 workers of 200 ms. With 16 and then 24 calls in the rising
-    // windows, or below 64 slots, a window of one round trip grows by
-    // one round trip's gain.
-    let mut auto = past_a_first_window_of_200ms_calls();
-    let limits = replay(
-        &mut auto,
-        &[
-            (4.0, 4, 200.0, 200.0, 20.0),
-            (8.0, 8, 200.0, 200.0, 20.0),
-            (16.0, 16, 200.0, 200.0, 20.0),
-            (32.0, 32, 200.0, 200.0, 20.0),
-        ],
-    );
-    assert_eq!(limits, [8.0, 16.0, 32.0, 64.0]);
-    // From 64 slots, with 84 calls, a window followed in full grows by
-    // two, however short. Doubling a round trip found the pool 3.0-3.2 s
-    // after the cold start.
-    assert_eq!(
-        auto.next_limit(&recorded((64.0, 64, 200.0, 200.0, 20.0))),
-        256.0
-    );
+    // 1,000 workers of 200 ms: see the helper for each step.
+    let mut auto = grown_fourfold_to_256();
     // One that shows a queue (calls of 200 ms taking 400) grows by one.
     assert_eq!(
         auto.next_limit(&recorded((256.0, 64, 50.0, 400.0, 20.0))),
@@ -1019,19 +1004,15 @@ fn a_cold_start_window_of_one_round_trip_grows_by_one_below_64_slots_or_32_calls
     // Calls of one length grow by one: a queue behind their workers
     // would set their p99.
     let mut auto = Auto::default();
-    let limits = replay(
-        &mut auto,
-        &[
-            (2.0, 12, 1200.0, 200.0, 190.0),
-            (4.0, 4, 200.0, 200.0, 190.0),
-            (8.0, 8, 200.0, 200.0, 190.0),
-            (16.0, 16, 200.0, 200.0, 190.0),
-            (32.0, 32, 200.0, 200.0, 190.0),
-            (64.0, 64, 200.0, 200.0, 190.0),
-        ],
+    let of_one_length =
+        |(limit, calls, elapsed, latency, _)| (limit, calls, elapsed, latency, 190.0);
+    assert_eq!(
+        auto.next_limit(&recorded(of_one_length((2.0, 12, 1200.0, 200.0, 0.0)))),
+        4.0
     );
+    let limits = replay(&mut auto, &RISING_200MS_CALLS.map(of_one_length));
     assert!(auto.calls_of_one_length());
-    assert_eq!(limits, [4.0, 8.0, 16.0, 32.0, 64.0, 128.0]);
+    assert_eq!(limits, [8.0, 16.0, 32.0, 64.0, 128.0]);
 }
 
 #[test]
