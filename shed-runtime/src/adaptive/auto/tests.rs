@@ -1490,3 +1490,102 @@ fn a_second_look_whose_slots_each_did_twice_the_work_is_not_slots_that_worked() 
     assert!(!auto.in_startup(), "the startup ends");
     assert!(end <= 4.8 + 1e-9, "1.2 times the look's 4 slots: {end}");
 }
+
+/// A window recorded from a trace in full: `(limit, measured, finished,
+/// elapsed_ms, latency_ms, shortest_ms, most in flight, waiting)`.
+fn traced(
+    (limit, completed, finished, elapsed_ms, latency_ms, shortest_ms, in_flight, waiting): (
+        f64,
+        u64,
+        u64,
+        f64,
+        f64,
+        f64,
+        u64,
+        bool,
+    ),
+) -> Window {
+    Window {
+        completed,
+        finished,
+        max_in_flight: in_flight,
+        waiting,
+        ..recorded((limit, completed, elapsed_ms, latency_ms, shortest_ms))
+    }
+}
+
+#[test]
+fn a_slowdown_of_calls_of_one_length_is_never_learned_past_what_the_calls_took() {
+    // 300 ps workers of 100 ms at 0.8 load (a pool size outside the
+    // defaults grid): the cold start overshot to 512 slots and ended at
+    // 314, and the window that drained the overshoot read 4,029 calls a
+    // second (3,000 at most), which stood for the usual rate when every
+    // call became four times slower. Scaled by that fall, the slowed
+    // no-load latency read 808 ms for calls that took 419, every queue
+    // read as none, and the limit grew to 1,571 slots.
+    let mut auto = Auto::default();
+    let rows = [
+        (2.0, 12, 12, 602.0, 100.0, 100.0, 2, true),
+        (4.0, 12, 12, 300.0, 100.0, 100.0, 4, true),
+        (16.0, 16, 16, 100.0, 100.0, 100.0, 16, true),
+        (32.0, 32, 32, 100.0, 100.0, 100.0, 32, true),
+        (64.0, 32, 32, 100.0, 100.0, 100.0, 64, true),
+        (64.0, 34, 34, 100.0, 100.0, 100.0, 64, true),
+        (64.0, 64, 64, 100.0, 100.0, 100.0, 64, true),
+        (128.0, 64, 64, 100.0, 100.0, 100.0, 128, true),
+        (128.0, 128, 128, 100.0, 100.0, 100.0, 128, true),
+        (256.0, 128, 128, 100.0, 100.0, 100.0, 256, true),
+        (256.0, 256, 256, 100.0, 100.0, 100.0, 256, true),
+        (512.0, 255, 255, 161.0, 100.243, 100.0, 512, true),
+        (512.0, 385, 512, 146.0, 162.938, 146.0, 512, true),
+    ];
+    let limits: Vec<f64> = rows
+        .into_iter()
+        .map(|row| auto.next_limit(&traced(row)))
+        .collect();
+    let settled = *limits.last().unwrap();
+    assert!(
+        !auto.in_startup() && (300.0..330.0).contains(&settled),
+        "{limits:?}"
+    );
+    // The drain, then the load below capacity, then the window the
+    // slowdown began in and the first wholly slowed one.
+    for row in [
+        (settled, 529, 826, 205.0, 123.584, 100.0, 510, false),
+        (settled, 64, 1341, 528.0, 100.0, 100.0, 297, false),
+        (settled, 64, 4096, 1679.0, 100.0, 100.0, 267, false),
+        (settled, 64, 4096, 1989.0, 119.688, 100.0, 314, true),
+        (settled, 64, 174, 349.0, 418.984, 418.0, 314, true),
+    ] {
+        assert_eq!(
+            auto.next_limit(&traced(row)),
+            settled,
+            "the slowed pool keeps its slots"
+        );
+    }
+    let no_load = no_load_ms(&auto);
+    assert!(
+        (300.0..=419.0).contains(&no_load),
+        "at most the slowed calls' 419 ms: {no_load}"
+    );
+    // The slowed pool from here on: 300 workers sharing calls of 400 ms.
+    let limits = drive(&mut auto, settled, 20, |l| {
+        let latency = 400.0 * (l / 300.0).max(1.0);
+        let calls = (l.round() / latency * 1600.0) as u64;
+        let w = traced((
+            l,
+            calls,
+            calls,
+            1600.0,
+            latency,
+            latency,
+            l.round() as u64,
+            true,
+        ));
+        Window {
+            min_latency: w.avg_latency,
+            ..w
+        }
+    });
+    assert!(limits.iter().all(|&l| l < 1.2 * settled), "{limits:?}");
+}
