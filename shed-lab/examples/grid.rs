@@ -8,6 +8,7 @@
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..2 --only defaults --json
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..32 --only defaults --goals   # runs meeting each goal
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..16 --only defaults --goals --slowdown-at 7
+//! cargo run --release -p shed-lab --example grid -- --holdout --only defaults   # shapes the defaults were not tuned on
 //! ```
 
 use std::process::ExitCode;
@@ -15,12 +16,13 @@ use std::process::ExitCode;
 use shed_lab::grid::{self, Contender, Schedule};
 
 const USAGE: &str =
-    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--json] [--trace | --goals]";
+    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--holdout] [--json] [--trace | --goals]";
 
 fn main() -> ExitCode {
     let mut seeds = 0..8;
     let mut contenders = Contender::ALL.to_vec();
-    let mut shapes = grid::SHAPES.to_vec();
+    let mut holdout = false;
+    let mut prefix = None;
     let mut json = false;
     let mut trace = false;
     let mut goals = false;
@@ -39,6 +41,10 @@ fn main() -> ExitCode {
             }
             "--json" => {
                 json = true;
+                continue;
+            }
+            "--holdout" => {
+                holdout = true;
                 continue;
             }
             _ => {}
@@ -80,23 +86,35 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             },
-            ("--shape", Some(prefix)) => {
-                shapes.retain(|s| s.name().starts_with(prefix));
-                if shapes.is_empty() {
-                    let names: Vec<String> = grid::SHAPES.iter().map(|s| s.name()).collect();
-                    eprintln!(
-                        "no shape's name starts with `{prefix}` (shapes: {})\n{USAGE}",
-                        names.join(", ")
-                    );
-                    return ExitCode::from(2);
-                }
-            }
+            ("--shape", Some(name)) => prefix = Some(name.to_owned()),
             _ => {
                 eprintln!("{USAGE}");
                 return ExitCode::from(2);
             }
         }
     }
+    let all = if holdout {
+        &grid::HOLDOUT[..]
+    } else {
+        &grid::SHAPES[..]
+    };
+    let mut shapes = all.to_vec();
+    if let Some(prefix) = prefix {
+        shapes.retain(|s| s.name().starts_with(&prefix));
+        if shapes.is_empty() {
+            let names: Vec<String> = all.iter().map(|s| s.name()).collect();
+            eprintln!(
+                "no shape's name starts with `{prefix}` (shapes: {})\n{USAGE}",
+                names.join(", ")
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let grid_name = if holdout {
+        "holdout grid"
+    } else {
+        "defaults grid"
+    };
     if trace && goals {
         eprintln!("--trace and --goals do not go together\n{USAGE}");
         return ExitCode::from(2);
@@ -116,7 +134,7 @@ fn main() -> ExitCode {
     if goals {
         let counts = grid::count_goals(&shapes, &contenders, seeds.clone(), schedule);
         let heading = format!(
-            "defaults grid, runs meeting each goal, one per seed of {}..{}{}",
+            "{grid_name}, runs meeting each goal, one per seed of {}..{}{}",
             seeds.start,
             seeds.end,
             slowdown_note(schedule)
@@ -133,7 +151,7 @@ fn main() -> ExitCode {
     );
     let (slowed, recovered) = schedule.slowdown();
     let heading = format!(
-        "defaults grid, worst and mean of seeds {}..{} ({} s from a cold start, 4x slowdown from {slowed} s to {recovered} s)",
+        "{grid_name}, worst and mean of seeds {}..{} ({} s from a cold start, 4x slowdown from {slowed} s to {recovered} s)",
         seeds.start,
         seeds.end,
         schedule.seconds(),

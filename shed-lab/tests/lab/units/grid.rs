@@ -2,7 +2,7 @@ use shed_lab::grid::*;
 
 #[test]
 fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured() {
-    for shape in &SHAPES {
+    for shape in SHAPES.iter().chain(&HOLDOUT) {
         for contender in Contender::ALL {
             let s = scenario(shape, contender, 1, Schedule::default());
             let text_free = shed_lab::shed_config(&s);
@@ -17,8 +17,13 @@ fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured(
             assert!((s.capacity_rps() - shape.capacity_rps()).abs() < 1e-6);
         }
     }
-    let names: std::collections::BTreeSet<String> = SHAPES.iter().map(Shape::name).collect();
-    assert_eq!(names.len(), SHAPES.len(), "unique names");
+    let names: std::collections::BTreeSet<String> =
+        SHAPES.iter().chain(&HOLDOUT).map(Shape::name).collect();
+    assert_eq!(
+        names.len(),
+        SHAPES.len() + HOLDOUT.len(),
+        "unique names, none in both sets"
+    );
 }
 /// The steady column: a load below capacity judged outside the slowdown.
 #[test]
