@@ -265,6 +265,30 @@ fn a_pool_below_its_load_judges_its_slowdown_against_a_rate_it_bound_at() {
 }
 
 #[test]
+fn a_holdout_pool_of_calls_of_one_length_keeps_its_slowdown_in_time() {
+    // 300 ps workers of 100 ms (constant) at 0.8x, seed 1, a shape of the
+    // holdout set: the window that drained the cold start's overshoot
+    // read more calls a second than the pool does, the slowdown scaled
+    // the no-load latency by the fall from that rate to twice the slowed
+    // calls' own, every queue read as none, and the limit grew into one
+    // past the clients' 500 ms (0.0% of the slowed pool in its worst
+    // second).
+    let shape = grid::HOLDOUT
+        .iter()
+        .find(|s| s.name() == "ps-300x100ms-const-5x")
+        .expect("the holdout has the shape");
+    let cell = grid::run_cell(
+        shape,
+        0.8,
+        grid::Contender::Defaults,
+        1..2,
+        grid::Schedule::default(),
+    );
+    assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
+    assert!(cell.goodput_pct >= 95.0, "{cell:?}");
+}
+
+#[test]
 fn a_slowdown_during_a_small_pools_startup_is_seen_within_a_round_of_its_calls() {
     // 2 ps workers of 200 ms at 3x, the slowdown at 5 s: the cold start
     // still ran 4 slots (windows of 12 calls at 10 a second, three looks),
