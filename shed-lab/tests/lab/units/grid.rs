@@ -113,6 +113,7 @@ fn goal_counts_tally_each_seed_against_the_goals_where_they_apply() {
         }
         let back = |c: &Cell| c.converged_s.iter().all(|s| s.is_some_and(|s| s <= 2.0));
         assert_eq!(count.converged, met(&back));
+        assert_eq!(count.no_outage, met(&|c| c.dark_s < 2));
     }
     // The last line totals each goal over the runs it applies to.
     let table = goal_table(&counts);
@@ -129,6 +130,7 @@ fn goal_counts_tally_each_seed_against_the_goals_where_they_apply() {
         format!("{}/2", above.worst_second.unwrap()),
         format!("{}/2", below.steady.unwrap()),
         format!("{}/4", below.converged + above.converged),
+        format!("{}/4", below.no_outage + above.no_outage),
     ];
     assert_eq!(total, expected, "{table}");
 }
@@ -157,4 +159,16 @@ fn a_slowdown_moved_later_moves_the_recovery_and_the_runs_end_with_it() {
             "{schedule:?}: {cell:?}"
         );
     }
+}
+
+/// An outage: seconds in a row serving under a tenth of the best possible.
+#[test]
+fn an_outage_is_seconds_in_a_row_serving_under_a_tenth_of_the_best_possible() {
+    // fifo-16x10ms at 3x: tower's 256 slots queue every call past its
+    // clients' 100 ms from the start, and the defaults never go dark.
+    let shape = &SHAPES[2];
+    let tower = run_cell(shape, 3.0, Contender::Tower, 0..1, Schedule::default());
+    assert!(tower.dark_s >= 10, "{tower:?}");
+    let defaults = run_cell(shape, 3.0, Contender::Defaults, 0..1, Schedule::default());
+    assert_eq!(defaults.dark_s, 0, "{defaults:?}");
 }
