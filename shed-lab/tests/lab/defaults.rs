@@ -234,11 +234,13 @@ fn a_cold_start_that_read_its_calls_at_half_their_length_is_not_probed_down_to_o
 }
 
 /// The defaults grid's shape named `name`.
+/// The shape of the grid or of its holdout set named `name`.
 fn grid_shape(name: &str) -> &'static grid::Shape {
     grid::SHAPES
         .iter()
+        .chain(&grid::HOLDOUT)
         .find(|s| s.name() == name)
-        .expect("the grid has the shape")
+        .expect("the grid or its holdout has the shape")
 }
 
 #[test]
@@ -273,12 +275,8 @@ fn a_holdout_pool_of_calls_of_one_length_keeps_its_slowdown_in_time() {
     // calls' own, every queue read as none, and the limit grew into one
     // past the clients' 500 ms (0.0% of the slowed pool in its worst
     // second).
-    let shape = grid::HOLDOUT
-        .iter()
-        .find(|s| s.name() == "ps-300x100ms-const-5x")
-        .expect("the holdout has the shape");
     let cell = grid::run_cell(
-        shape,
+        grid_shape("ps-300x100ms-const-5x"),
         0.8,
         grid::Contender::Defaults,
         1..2,
