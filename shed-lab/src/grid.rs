@@ -378,17 +378,10 @@ fn measure(report: &Report, schedule: Schedule) -> Measures {
     }
     // Every second counts here, the unsettled ones too: a limit that
     // lost its pool serves nothing in the seconds after a change as well.
-    let (mut dark, mut dark_s) = (0, 0);
-    for second in 3..seconds {
-        let best = ideal_at(second);
+    let dark_s = longest_dark_stretch((3..seconds).map(|second| {
         let got = report.timeline[second as usize].served_in_time as f64;
-        dark = if best > 0.0 && got < DARK * best {
-            dark + 1
-        } else {
-            0
-        };
-        dark_s = dark_s.max(dark);
-    }
+        (got, ideal_at(second))
+    }));
     let mut converged = [None; 3];
     for (slot, phase) in converged.iter_mut().zip(&report.phases) {
         *slot = phase.converged_after_s;
@@ -409,6 +402,22 @@ fn measure(report: &Report, schedule: Schedule) -> Measures {
         converged,
         dark_s,
     }
+}
+
+/// The most seconds in a row, of `(served in time, best possible)` per
+/// second, that served under [`DARK`] of the best possible (a second
+/// with nothing possible is not dark, and ends a stretch).
+fn longest_dark_stretch(seconds: impl Iterator<Item = (f64, f64)>) -> u64 {
+    let (mut dark, mut longest) = (0, 0);
+    for (got, best) in seconds {
+        dark = if best > 0.0 && got < DARK * best {
+            dark + 1
+        } else {
+            0
+        };
+        longest = longest.max(dark);
+    }
+    longest
 }
 
 /// Runs every shape at every factor for every contender on `seeds`, in
@@ -735,4 +744,36 @@ pub fn table(cells: &[Cell]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::longest_dark_stretch;
+
+    #[test]
+    fn a_dark_stretch_is_seconds_in_a_row_under_a_tenth_of_the_best_possible() {
+        let stretch = |seconds: &[(f64, f64)]| longest_dark_stretch(seconds.iter().copied());
+        // Scattered dark seconds are stretches of one.
+        assert_eq!(
+            stretch(&[(0.0, 100.0), (50.0, 100.0), (9.0, 100.0), (95.0, 100.0)]),
+            1
+        );
+        // The longest of two stretches; a tenth exactly is not dark.
+        assert_eq!(
+            stretch(&[
+                (0.0, 100.0),
+                (0.0, 100.0),
+                (10.0, 100.0),
+                (1.0, 100.0),
+                (2.0, 100.0),
+                (3.0, 100.0),
+            ]),
+            3
+        );
+        assert_eq!(
+            stretch(&[(0.0, 100.0), (0.0, 0.0), (0.0, 100.0)]),
+            1,
+            "nothing possible: not dark"
+        );
+    }
 }

@@ -205,13 +205,7 @@ fn a_slowed_pool_keeps_its_workers_busy_through_windows_of_a_few_dozen_calls() {
     // that served as many calls within that noise took the limit to 9
     // slots: 57.2% of the slowed pool at 8 s (seed 2). Windows of 4 calls a
     // slot (64 here) keep it at the workers.
-    let cell = grid::run_cell(
-        grid_shape("ps-16x10ms-exp-20x"),
-        3.0,
-        grid::Contender::Defaults,
-        2..3,
-        grid::Schedule::default(),
-    );
+    let cell = defaults_cell("ps-16x10ms-exp-20x", 3.0, 2..3);
     assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
 }
 
@@ -223,13 +217,7 @@ fn a_cold_start_that_read_its_calls_at_half_their_length_is_not_probed_down_to_o
     // slots, and probes of 5 calls that served "as many" within their
     // noise took the limit to 1: 2.3% of the capacity over the run. A
     // probe now keeps its lower limit only beyond its noise.
-    let cell = grid::run_cell(
-        grid_shape("ps-64x50ms-exp-10x"),
-        3.0,
-        grid::Contender::Defaults,
-        19..20,
-        grid::Schedule::default(),
-    );
+    let cell = defaults_cell("ps-64x50ms-exp-10x", 3.0, 19..20);
     assert!(cell.goodput_pct >= 75.0, "{cell:?}");
 }
 
@@ -243,6 +231,18 @@ fn grid_shape(name: &str) -> &'static grid::Shape {
         .expect("the grid or its holdout has the shape")
 }
 
+/// The library's defaults on the shape named `name` at `factor` times its
+/// capacity, over `seeds`, with the grid's slowdown.
+fn defaults_cell(name: &str, factor: f64, seeds: std::ops::Range<u64>) -> grid::Cell {
+    grid::run_cell(
+        grid_shape(name),
+        factor,
+        grid::Contender::Defaults,
+        seeds,
+        grid::Schedule::default(),
+    )
+}
+
 #[test]
 fn a_pool_below_its_load_judges_its_slowdown_against_a_rate_it_bound_at() {
     // 64 fifo workers of 50 ms (constant) at 0.8x, seed 1: the limit last
@@ -252,13 +252,7 @@ fn a_pool_below_its_load_judges_its_slowdown_against_a_rate_it_bound_at() {
     // latency read 286 ms, the limit grew to 114 slots, and the calls
     // queued past their 250 ms timeout (15.6% of the slowed pool in its
     // worst second, never back to 90% before the recovery).
-    let cell = grid::run_cell(
-        grid_shape("fifo-64x50ms-const-5x"),
-        0.8,
-        grid::Contender::Defaults,
-        1..2,
-        grid::Schedule::default(),
-    );
+    let cell = defaults_cell("fifo-64x50ms-const-5x", 0.8, 1..2);
     assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
     assert!(
         cell.converged_s[1].is_some_and(|s| s <= 2.0),
@@ -275,13 +269,7 @@ fn a_holdout_pool_of_calls_of_one_length_keeps_its_slowdown_in_time() {
     // calls' own, every queue read as none, and the limit grew into one
     // past the clients' 500 ms (0.0% of the slowed pool in its worst
     // second).
-    let cell = grid::run_cell(
-        grid_shape("ps-300x100ms-const-5x"),
-        0.8,
-        grid::Contender::Defaults,
-        1..2,
-        grid::Schedule::default(),
-    );
+    let cell = defaults_cell("ps-300x100ms-const-5x", 0.8, 1..2);
     assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
     assert!(cell.goodput_pct >= 95.0, "{cell:?}");
 }
@@ -318,13 +306,7 @@ fn below_capacity_a_pool_of_slow_calls_is_not_refused_while_its_first_window_fil
     // 32 calls are timed, so it closes on them, and the cold start grows
     // only on windows in which calls waited (95.7% and 96.1%).
     for name in ["fifo-2x200ms-exp-10x", "ps-2x200ms-const-5x"] {
-        let cell = grid::run_cell(
-            grid_shape(name),
-            0.8,
-            grid::Contender::Defaults,
-            0..8,
-            grid::Schedule::default(),
-        );
+        let cell = defaults_cell(name, 0.8, 0..8);
         assert!(cell.steady_mean_pct >= Some(95.0), "{name}: {cell:?}");
     }
 }

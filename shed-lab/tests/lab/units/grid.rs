@@ -161,9 +161,10 @@ fn a_slowdown_moved_later_moves_the_recovery_and_the_runs_end_with_it() {
     }
 }
 
-/// An outage: seconds in a row serving under a tenth of the best possible.
+/// A cell's dark stretch: seconds in a row serving under a tenth of the
+/// best possible (the count itself is tested beside it, in the crate).
 #[test]
-fn an_outage_is_seconds_in_a_row_serving_under_a_tenth_of_the_best_possible() {
+fn reject_when_full_goes_dark_for_seconds_where_the_defaults_never_do() {
     // fifo-16x10ms at 3x: tower's 256 slots queue every call past its
     // clients' 100 ms from the start, and the defaults never go dark.
     let shape = &SHAPES[2];

@@ -1572,7 +1572,7 @@ fn a_slowdown_of_calls_of_one_length_is_never_learned_past_what_the_calls_took()
     let limits = drive(&mut auto, settled, 20, |l| {
         let latency = 400.0 * (l / 300.0).max(1.0);
         let calls = (l.round() / latency * 1600.0) as u64;
-        let w = traced((
+        traced((
             l,
             calls,
             calls,
@@ -1581,11 +1581,7 @@ fn a_slowdown_of_calls_of_one_length_is_never_learned_past_what_the_calls_took()
             latency,
             l.round() as u64,
             true,
-        ));
-        Window {
-            min_latency: w.avg_latency,
-            ..w
-        }
+        ))
     });
     assert!(limits.iter().all(|&l| l < 1.2 * settled), "{limits:?}");
 }
