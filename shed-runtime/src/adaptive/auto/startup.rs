@@ -1,0 +1,483 @@
+//! The startup: from a small limit, grow while the throughput follows,
+//! and end at the bandwidth-delay product once it stops (see
+//! [`Auto`]'s docs for the rules, and why each).
+
+use super::stats::{holds_one_length, queued_calls, ran_without_queue, standard_error, Pool};
+use super::{Auto, Reading, Window, MIN_SAMPLES, QUEUED_CALLS};
+
+/// A startup window's mean latency over the no-load one that shows calls
+/// queueing inside the service.
+const QUEUE_SHOWS: f64 = 1.2;
+/// The share of the pooled rate per slot at which every slot of a
+/// startup window counts as busy without a queue.
+const FOLLOWED: f64 = 0.9;
+/// A cold-start window's mean latency over the no-load one that shows
+/// calls of one length queueing inside the service.
+const COLD_QUEUE: f64 = 1.1;
+/// The fewest calls the cold start's rising windows hold for it to end
+/// without a second look (see `Auto::second_look_at`), and to grow
+/// fourfold (see `Auto::grows_fourfold`).
+const THIN_POOL: f64 = 32.0;
+/// A cold start that grows fourfold brings a limit its window did not
+/// fill down to this many times the most calls in flight in it.
+const UNFILLED: f64 = 2.0;
+/// The least limit a cold start grows fourfold from (see
+/// `Auto::grows_fourfold`).
+const FOURFOLD_FROM: f64 = 64.0;
+/// The most a second look's rate per slot may exceed the stalled
+/// windows' for its slots to count as the stalled ones at work (a window
+/// of a dozen calls reads its rate within about a third).
+const PER_SLOT_KEPT: f64 = 1.5;
+/// The second look's mean latency over the stalled windows' (Little's:
+/// their slots over their rate) that shows every call slower, not slots
+/// that worked.
+const SECOND_LOOK_SLOWER: f64 = 1.25;
+
+impl Auto {
+    /// A startup window: the limit doubles while the throughput follows
+    /// it, and the startup ends when it stops doing so.
+    pub(super) fn startup_step(&mut self, w: &Window, r: Reading) -> f64 {
+        let Reading {
+            latency,
+            rate,
+            binds,
+            ..
+        } = r;
+        if !binds {
+            // A cold start that grows fourfold can leave a limit far
+            // above what a load below capacity fills (from its queue of
+            // the cold start's first seconds), and nothing brings it
+            // down while the load stays under it: 1,000 workers of 200 ms
+            // at 0.8 load kept 4,096 slots, and a 4x slowdown then queued
+            // three slowed calls a worker, past every client's 2 s (a
+            // second served 0%). Like a TCP sender's window its
+            // application leaves unused (RFC 7661), the limit comes down
+            // to twice the most calls in flight.
+            if !self.restarted && self.grows_fourfold(w.limit) {
+                return (UNFILLED * w.max_in_flight as f64).max(2.0).min(w.limit);
+            }
+            return w.limit;
+        }
+        if let Some((stalled_limit, stalled)) = self.second_look.take() {
+            return self.after_second_look(w, r, stalled_limit, stalled);
+        }
+        // Calls already queue inside the service (the mean is biased
+        // low right after a rise, so this errs late; a handful of calls
+        // says nothing). A cold start's calls of varying length are
+        // judged against its rising windows as they are now (the lowest
+        // reading, noise allowed, capped by their pool), not against the
+        // no-load latency, which keeps each window's cap of its time: a
+        // pool of one window is that window without its allowance. A
+        // first window of 14 calls of 200 ms in 0.83 s set it at 118 ms,
+        // its pool was at 151 ms three windows later, and the window at
+        // 16 slots read its 179 ms as a queue and ended the startup there
+        // for 1,000 workers (under 3% of their capacity until the
+        // recovery, 11 s in). The no-load latency itself stays the lowest reading:
+        // raised to this reference, the product held 64 workers above
+        // their pool, and their slowed calls then read as no queue.
+        let reference = if self.restarted || self.calls_of_one_length() {
+            self.no_load
+        } else {
+            self.startup_pool
+                .latency()
+                .map(|pooled| pooled.min(self.cold_lowest))
+                .or(self.no_load)
+        };
+        let queue_shows =
+            w.completed >= MIN_SAMPLES / 2 && reference.is_some_and(|d| latency > QUEUE_SHOWS * d);
+        // Calls of one length show their queue as it is (see `decide`):
+        // past the service's concurrency, whatever the throughput read.
+        // Near the pool (a restarted startup), a throughput that seemed to
+        // follow a slot's rise doubled the limit of 16 workers of 20 ms to
+        // 34 while half a call queued. The cold start, far below the pool,
+        // needs a tenth over the no-load latency (a real service's calls
+        // of one length vary by a few percent, which reads as half a call
+        // at a few dozen slots): a real 16-connection pool read a batch
+        // of completions at 20 slots as 934 calls a second while its
+        // calls took 26.5 ms for 21, doubled to 40, and a hundred calls
+        // waited one to two queries in the pool. A handful of calls shows
+        // it too when even the shortest waited: 2 workers of 200 ms at
+        // 0.8 load, whose window at 4 slots the alarm closed after 4
+        // calls of 400 ms, read the load's rise as the throughput
+        // following the limit and doubled to 8 (calls of 800 ms, then
+        // 3.2 s in the slowdown, for clients that wait 1 s).
+        let one_length_queue = self.no_load.is_some_and(|d| {
+            self.of_one_length(w, d)
+                && if self.restarted {
+                    queued_calls(w, latency, d) >= QUEUED_CALLS
+                } else {
+                    latency > COLD_QUEUE * d
+                        && (w.completed >= MIN_SAMPLES / 2
+                            || w.min_latency.as_secs_f64() > COLD_QUEUE * d)
+                }
+        });
+        // A rise of calls of one length whose calls are no longer of the
+        // no-load latency's length says nothing about concurrency: the
+        // service changed speed (a recovery read as the throughput
+        // following the limit took 400 workers' limit to 1,734).
+        let speed_changed =
+            self.rise_from.is_some() && self.no_load.is_some_and(|d| !self.of_one_length(w, d));
+        if speed_changed {
+            return self.end_startup(w, false);
+        }
+        // Below the service's concurrency every slot completes calls at
+        // the same rate (one per service time), so the windows whose
+        // throughput followed the limit are pooled, and a window is
+        // judged against their rate per slot, not against the last
+        // window alone: a window of a dozen calls of varying length
+        // reads its rate within a third or so, and one lucky window
+        // ended the startup of a 1,000-worker pool at 16 slots.
+        let grew = match (self.startup_last, self.startup_pool.per_slot()) {
+            // A quarter of the limit's rise at least (1.25x for a
+            // doubling): past the service's concurrency it stays flat.
+            // A window at the last limit or below (brought down, above)
+            // grew only if its slots kept the pooled rate: counted as
+            // risen, a window at the 1,634 slots an unfilled limit came
+            // down to met a 4x slowdown, and the limit doubled.
+            (Some((last_limit, _)), Some(per_slot)) if w.limit <= last_limit => {
+                rate >= FOLLOWED * per_slot * w.limit
+            }
+            (Some((last_limit, _)), Some(per_slot)) => {
+                rate >= per_slot * last_limit * (1.0 + 0.25 * (w.limit / last_limit - 1.0))
+            }
+            _ => true,
+        };
+        // Below capacity a cold-start window can reach its limit in a
+        // moment's burst with no call waiting for a slot: its throughput
+        // is the load's, not what its slots can do, so it neither grows
+        // the limit nor joins the pool (as TCP holds the window of a
+        // sender its application limits, RFC 7661). 2 workers of 200 ms
+        // at 0.8 load doubled from 4 slots to 8 on such windows (to 16
+        // with the round trips' gain), and the slowdown then queued 8
+        // calls of 800 ms behind the 2 workers, past every client's 2 s.
+        // Calls of one length that queued inside the service show the
+        // limit past its concurrency, waiting or not (below).
+        if !self.restarted && !w.waiting && !one_length_queue {
+            self.learn_below_the_limit(w, latency);
+            return w.limit;
+        }
+        // A queue alone does not end the startup: with a few dozen calls
+        // of varying length a window's mean is noisy, and a 1,000-worker
+        // pool read as queueing at 32 slots stays there.
+        let per_slot_before = self.startup_pool.per_slot();
+        if grew && !one_length_queue {
+            if self.restarted {
+                // More concurrency found.
+                self.idle_rises = 0;
+                if self.rise_from.is_some() {
+                    self.rise_from = Some(w.limit);
+                }
+            }
+            self.startup_pool.add(w);
+            self.stalled = Pool::default();
+            // While the limit binds, the service holds `limit` calls,
+            // so Little's law gives their latency from the throughput
+            // alone. (The window's mean latency would not do: right
+            // after the limit rose, the calls that complete first are
+            // the short ones.) The no-load latency is the lowest such
+            // reading, each with its noise allowed for (a window of n
+            // calls reads its rate within about 1/sqrt(n)): the lowest
+            // raw reading of a few was half the service time of
+            // exponential calls (a 64-worker pool of 50 ms calls read
+            // 12 ms from its first two calls, and every window after
+            // looked like a queue). It is never above the pooled
+            // windows' reading, which the allowance alone would pass.
+            let noise = 1.0 + standard_error(w.finished);
+            let little = w.limit / rate * noise;
+            let pooled = self.startup_pool.latency().unwrap_or(little);
+            // Calls of about one length (the shortest near the mean)
+            // are read by their own mean, which no call order biases:
+            // Little's reading of a window that closes in the middle
+            // of a batch of completions (a cold start fills every slot
+            // at once) is off by up to a batch, either way (a 16-
+            // connection database of 20 ms queries read 17 ms and 25 ms
+            // from a 12-call window at 5 slots, and the high reading
+            // held its limit at 21-30).
+            let one_length = holds_one_length(w, latency);
+            // Whether the service's calls are of one length is read here,
+            // mostly below its concurrency, where nothing queues inside
+            // it (past it, a FIFO queue inside makes every call wait, and
+            // calls of any length look alike), by most windows: a real
+            // service's window that rose past its pool on a batch of
+            // completions, or one slowed by a busy CPU, reads otherwise.
+            if !self.restarted {
+                self.vote_one_length(one_length);
+            }
+            // Read by their mean, a window's queue only reads higher
+            // than the lowest reading: Little's law read such a window
+            // of a real service at 17.9 ms for calls of 21 ms.
+            let of_one = one_length || self.calls_of_one_length();
+            if of_one {
+                self.learn_startup_reading(latency, latency);
+            } else {
+                self.learn_startup_reading(little.min(pooled), little);
+            }
+            let last_limit = self.startup_last.map(|(l, _)| l);
+            self.startup_last = Some((w.limit, rate));
+            self.startup_stalls = 0;
+            // A rise of calls of one length that found more grows by
+            // twice its step, not twice the limit: it starts a slot from
+            // the product, where doubling put a whole pool of calls
+            // behind the workers (the real service's 16 connections rose
+            // from 15.4 to 16.4, found the sixteenth, and doubled to
+            // 32.7 slots for a window). Steps of 1, 2, 4... still find a
+            // pool that doubled within a few windows.
+            if let (true, Some(last), Some(d)) = (self.restarted, last_limit, self.no_load)
+                && self.of_one_length(w, d)
+                && w.limit > last
+            {
+                return w.limit + 2.0 * (w.limit - last);
+            }
+            // A cold-start window that needed whole round trips more to
+            // gather its calls grows by a round trip's gain for each, up
+            // to two, once a rise was followed in full: no queue, and
+            // every slot completing calls at the pooled rate. At 2 slots
+            // a window of 12 calls lasts six round trips: 1,000 workers
+            // of 200 ms took 3.4 s to find, doubling once a window.
+            // From `FOURFOLD_FROM` slots, once the rising windows hold
+            // `THIN_POOL` calls, their rate per slot is known within a
+            // fifth, and a window followed in full grows by two round
+            // trips' gain however short it was:
+            // doubling a round trip, 1,000 workers of 200 ms were found
+            // 3.0-3.2 s after a cold start (a window of one round trip
+            // from 16 slots on), and at 0.8 load 3 runs of 32 served 99%
+            // of their calls outside the slowdown; growing fourfold, 11.
+            // The price is a limit up to four times the pool for the
+            // window that finds it: its calls queue inside for up to
+            // three service times, and the calls that come while they
+            // drain wait (see BENCHMARKS.md). Not for calls of one
+            // length, whose queue shows at once and whose p99 that queue
+            // would set: 16 workers of 20 ms went from 31 ms to 48.
+            // Their windows that took round trips still grow by each. Nor
+            // below 64 slots, where doubling finds a pool within a second
+            // or so: from 16, a real service's 16 connections of 20 ms
+            // queries, whose calls did not all read as of one length,
+            // saw p99 at 1.9-2.1 times the uncontended p99 at 3x, 1.3-1.5
+            // times doubling.
+            let followed_in_full = |d: f64| {
+                latency <= QUEUE_SHOWS * d
+                    && per_slot_before.is_some_and(|p| rate >= FOLLOWED * p * w.limit)
+            };
+            let rounds = match (self.restarted, last_limit, self.no_load) {
+                (false, Some(_), Some(d)) if followed_in_full(d) => {
+                    if self.grows_fourfold(w.limit) {
+                        2.0
+                    } else {
+                        (w.elapsed.as_secs_f64() / d).round().clamp(1.0, 2.0)
+                    }
+                }
+                _ => 1.0,
+            };
+            return w.limit * self.startup_gain.powf(rounds);
+        }
+        // A throughput that did not keep up while no call waited for a
+        // slot shows the load, not the service: below capacity, ending
+        // here put the limit at the load's product, and its bursts then
+        // waited in the limiter's queue (a tenth of them past the budget,
+        // for 4 workers of 1 ms at 0.8 load). Calls of one length that
+        // queued inside the service show the service, whatever the load:
+        // 8 ps workers of 2 ms at 0.8 load held 16 slots over five such
+        // windows, a queue of 8 calls inside.
+        if !w.waiting && !one_length_queue {
+            return w.limit;
+        }
+        // The limit grew, the throughput did not keep up (twice, for
+        // one window's rate is noisy, or once with a queue): the service's
+        // concurrency was reached. It is the highest throughput times
+        // the lowest latency seen.
+        self.startup_stalls += 1;
+        self.stalled.add(w);
+        // A few dozen calls give a rate within a fifth or so, and the
+        // window right after a rise lags: a third look then.
+        let looks = if w.finished < 4 * MIN_SAMPLES { 3 } else { 2 };
+        if self.startup_stalls >= looks || queue_shows || one_length_queue {
+            // Calls of one length read their queue exactly: no second
+            // look for them.
+            if let Some(followed) = self.second_look_at(w).filter(|_| !one_length_queue) {
+                self.looked_again = true;
+                self.second_look = Some((w.limit, std::mem::take(&mut self.stalled)));
+                return followed;
+            }
+            return self.end_startup(w, queue_shows && !one_length_queue);
+        }
+        w.limit
+    }
+
+    /// Whether a cold-start window at `limit` followed in full grows by
+    /// two round trips' gain however short it was: `limit` is at least
+    /// [`FOURFOLD_FROM`], and the rising windows hold [`THIN_POOL`] calls,
+    /// of varying length (see `startup_step`).
+    fn grows_fourfold(&self, limit: f64) -> bool {
+        limit >= FOURFOLD_FROM
+            && self.startup_pool.finished >= THIN_POOL
+            && !self.calls_of_one_length()
+    }
+
+    /// What a cold-start window `w` (of mean latency `latency`) in which
+    /// no call waited for a slot still shows, whatever the load: whether
+    /// the service's calls are of one length, and if they are, their
+    /// no-load latency, as their mean. Without it, 2 ps workers of 200 ms
+    /// at 0.8 load learned nothing until a window of waiting calls, which
+    /// took 5 s to time its 12, and that window met the slowdown: its
+    /// 700 ms became the no-load latency, the limit went to 16, and every
+    /// call took 1.6 s for clients of 1 s.
+    fn learn_below_the_limit(&mut self, w: &Window, latency: f64) {
+        let one_length = holds_one_length(w, latency);
+        self.vote_one_length(one_length);
+        if one_length {
+            self.learn_startup_reading(latency, latency);
+        }
+    }
+
+    /// Counts a cold-start window's vote on whether the service's calls
+    /// are of one length (see [`Auto::calls_of_one_length`]).
+    fn vote_one_length(&mut self, one_length: bool) {
+        let (of_one, not) = &mut self.one_length_votes;
+        *if one_length { of_one } else { not } += 1;
+    }
+
+    /// Takes a startup window's `reading` as the no-load latency if it is
+    /// lower, and in the cold start its `uncapped` reading (not capped by
+    /// the pool of its time) as `cold_lowest` if that is.
+    fn learn_startup_reading(&mut self, reading: f64, uncapped: f64) {
+        self.no_load = Some(self.no_load.map_or(reading, |d| d.min(reading)));
+        if !self.restarted {
+            self.cold_lowest = self.cold_lowest.min(uncapped);
+        }
+    }
+
+    /// The limit a cold start about to end after window `w` takes its
+    /// second look at (see the type's docs), if it takes one: its rising
+    /// windows hold too few calls to be sure of their rate per slot. One
+    /// window of 14 calls at the initial 2 slots that came in half their
+    /// time (a 3% chance) set it twice too high for 1,000 workers of 200
+    /// ms; the windows at 4 slots then read as stalled, the startup ended
+    /// at 2.4 slots, and the service served 0.3% of its capacity.
+    fn second_look_at(&self, w: &Window) -> Option<f64> {
+        let (followed, _) = self.startup_last?;
+        (!self.restarted
+            && !self.looked_again
+            && self.startup_pool.finished < THIN_POOL
+            && followed < w.limit)
+            .then_some(followed)
+    }
+
+    /// The second look's window `w` (read as `r`), at the limit the
+    /// throughput last followed, after the windows `stalled` at
+    /// `stalled_limit` did not keep up: the startup goes on from
+    /// `stalled_limit` if those slots were working, or ends.
+    fn after_second_look(
+        &mut self,
+        w: &Window,
+        r: Reading,
+        stalled_limit: f64,
+        stalled: Pool,
+    ) -> f64 {
+        // Calls the stalled limit admitted still complete in a window
+        // right after the fall, and add their rate to the lower limit's:
+        // in the lab, a look at 8 slots right after 16 read 47 calls a
+        // second of calls of 200 ms, of which 8 slots complete 40. The
+        // next window is the look.
+        if w.max_in_flight as f64 > w.limit.ceil() {
+            self.second_look = Some((stalled_limit, stalled));
+            return w.limit;
+        }
+        let (Some(per_slot), Some(stalled_latency)) = (stalled.per_slot(), stalled.latency())
+        else {
+            return self.end_startup(w, false);
+        };
+        // A service whose concurrency the lower limit already reached
+        // completes as many calls a second there as at the stalled
+        // limit; one it did not reach completes as many per slot. The
+        // line is half-way. A slowdown also completes fewer calls a
+        // second, but every call takes longer: a look at 4 slots for 2
+        // workers that met the lab's 4x slowdown read as slots that
+        // worked, and the limit went to 16 for calls of 800 ms. And slots
+        // that worked each complete about as many calls as the stalled
+        // ones did: a look at a quarter of the limit may keep up to 2.5
+        // times their rate per slot below the half-way line, which is
+        // the slots above doing nothing (2 workers at 16 slots, whose
+        // calls queued 1.3 s inside, looked at 4 in the slowdown, read
+        // 2.5 times the rate per slot in calls no slower than the queued
+        // ones, and the limit went to 32).
+        let stalled_rate = per_slot * stalled_limit;
+        let slots_worked = r.rate < stalled_rate * (1.0 + w.limit / stalled_limit) / 2.0
+            && r.rate <= PER_SLOT_KEPT * per_slot * w.limit
+            && r.latency <= SECOND_LOOK_SLOWER * stalled_latency;
+        if !slots_worked {
+            return self.end_startup(w, false);
+        }
+        // The windows before the stalled ones read too high: the stalled
+        // windows and this one, every slot busy without a queue, are the
+        // pool now, and its reading the no-load latency.
+        self.startup_pool = stalled;
+        self.startup_pool.add(w);
+        self.no_load = self.startup_pool.latency();
+        self.cold_lowest = f64::INFINITY;
+        self.startup_last = Some((stalled_limit, stalled_rate));
+        self.startup_stalls = 0;
+        stalled_limit * self.startup_gain
+    }
+
+    /// The end of the startup after window `w`: the limit settles at
+    /// `headroom` times the concurrency the service sustained.
+    /// `queue_showed`: `w` showed calls queueing inside the service.
+    fn end_startup(&mut self, w: &Window, queue_showed: bool) -> f64 {
+        self.startup = false;
+        self.restarted = false;
+        // The highest limit the throughput followed, if it failed to
+        // follow the last one over more than one window (the window right
+        // after a rise lags, and one alone ended a 16-worker pool's
+        // startup under 3x at 16 slots), or once with a queue inside the
+        // service: then the limit itself is past the pool. A window of
+        // 12 calls that read 2 workers of 200 ms at 17 calls a second at
+        // 8 slots doubled the limit to 16, whose window showed every
+        // call waiting (1.4 s for calls of 200 ms); the startup ended at
+        // 16 slots with headroom, and the next window, of 64 calls at 19
+        // slots, took 11.6 s (36% of capacity at 3x, over the run).
+        // Calls of one length that queued end at the limit, which the
+        // next window cuts to the product they read exactly: the limit
+        // before theirs can be far below (the README's 8 workers rose
+        // from 4 to 16, and ending at 4 cost 5% of the run's goodput).
+        let followed = self
+            .startup_last
+            .take()
+            .filter(|_| self.startup_stalls >= 2 || queue_showed)
+            .map(|(limit, _)| limit);
+        self.startup_pool = Pool::default();
+        self.stalled = Pool::default();
+        self.startup_stalls = 0;
+        // The rates of startup were those of lower limits: a probe is
+        // judged against the rate of the limit it leaves.
+        self.binding_rate.reset(None);
+        // A recovery's probe at half the limit, if it waited for this.
+        self.deep_probe = std::mem::take(&mut self.probe_after_startup);
+        self.since_probe = 0;
+        // Only the rates of full windows here: a startup window of a dozen
+        // calls, right after the limit doubled, reads the rate of the
+        // limit before (a 16-worker pool ended at 7).
+        let full = self.rates.max().zip(self.no_load).map(|(r, d)| r * d);
+        let one_length = self.no_load.is_some_and(|d| self.of_one_length(w, d));
+        // Without one, the highest limit the throughput followed: the
+        // limit itself, which three windows showed past the pool, held a
+        // pool of 2 workers of 200 ms at 9.6 slots (no startup window of
+        // 12 calls there reaches 32), and its slowdown served nothing.
+        let fallback = followed.unwrap_or(w.limit);
+        let settled = self.headroom_for(one_length) * full.unwrap_or(fallback).min(w.limit);
+        // A rise of calls of one length ends no lower than the highest
+        // limit that showed no queue on the way, nor than the concurrency
+        // its last window ran calls at without a queue (Little: the calls
+        // in flight times the no-load share of their latency). The
+        // product, from the rates of full windows at lower limits, can
+        // read below both: 8 workers back from a slowdown at 4 slots rose
+        // to 5, doubled to 10, and ended at 4.1, every 1.1 s.
+        match (self.rise_from.take(), self.no_load) {
+            (Some(from), Some(d)) if self.of_one_length(w, d) => {
+                let ran = ran_without_queue(w, w.avg_latency.as_secs_f64().max(1e-9), d);
+                settled.max(from).max(ran).min(w.limit)
+            }
+            (Some(from), _) => settled.max(from).min(w.limit),
+            (None, _) => settled,
+        }
+    }
+}

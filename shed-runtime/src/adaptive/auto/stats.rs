@@ -1,0 +1,118 @@
+//! What [`Auto`](super::Auto)'s rules keep of past windows, and the readings
+//! they take of one: a windowed maximum, a smoothed throughput, pooled
+//! windows, and what a window's mean latency says about a queue.
+
+use super::{Window, ONE_LENGTH};
+
+/// How many windows the throughput filter remembers.
+const HORIZON: usize = 10;
+
+/// The last [`HORIZON`] samples, for a windowed minimum or maximum.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Filter {
+    samples: [f64; HORIZON],
+    len: usize,
+    next: usize,
+}
+
+impl Filter {
+    /// A filter holding `sample` alone.
+    pub(super) fn only(sample: f64) -> Self {
+        let mut filter = Self::default();
+        filter.push(sample);
+        filter
+    }
+
+    pub(super) fn push(&mut self, sample: f64) {
+        self.samples[self.next] = sample;
+        self.next = (self.next + 1) % HORIZON;
+        self.len = (self.len + 1).min(HORIZON);
+    }
+
+    pub(super) fn max(&self) -> Option<f64> {
+        self.samples[..self.len].iter().copied().reduce(f64::max)
+    }
+}
+
+/// The smoothed throughput of ordinary binding windows, and what it was
+/// before the window that last moved it (a slowdown is scaled against
+/// that, see `Auto::steady_step`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct BindingRate {
+    now: Option<f64>,
+    pub(super) before: Option<f64>,
+}
+
+impl BindingRate {
+    pub(super) fn get(&self) -> Option<f64> {
+        self.now
+    }
+
+    /// Moves the smoothed rate towards a binding window's `rate`.
+    pub(super) fn add(&mut self, rate: f64) {
+        self.before = self.now;
+        self.now = Some(self.now.map_or(rate, |r| r + (rate - r) * 0.3));
+    }
+
+    /// Starts again from `rate`, with nothing before it.
+    pub(super) fn reset(&mut self, rate: Option<f64>) {
+        *self = Self {
+            now: rate,
+            before: None,
+        };
+    }
+}
+
+/// Windows in which every slot was busy, pooled: calls completed per slot
+/// and second over all of them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Pool {
+    /// Slots times seconds.
+    slot_seconds: f64,
+    /// Calls finished.
+    pub(super) finished: f64,
+}
+
+impl Pool {
+    pub(super) fn add(&mut self, w: &Window) {
+        self.slot_seconds += w.limit * w.elapsed.as_secs_f64();
+        self.finished += w.finished as f64;
+    }
+
+    /// Calls per slot and second; its inverse is the latency (Little).
+    pub(super) fn per_slot(&self) -> Option<f64> {
+        (self.finished > 0.0 && self.slot_seconds > 0.0).then(|| self.finished / self.slot_seconds)
+    }
+
+    /// The calls' latency by Little's law, in seconds: slot-seconds per
+    /// call.
+    pub(super) fn latency(&self) -> Option<f64> {
+        self.per_slot().map(|p| 1.0 / p)
+    }
+}
+
+/// Whether window `w`, of mean latency `latency`, holds calls of about
+/// one length: its shortest near its mean.
+pub(super) fn holds_one_length(w: &Window, latency: f64) -> bool {
+    w.min_latency.as_secs_f64() >= ONE_LENGTH * latency
+}
+
+/// The calls of window `w` (of calls of one length, with a mean latency of
+/// `latency`) that waited inside the service: of those in flight, the
+/// share that the no-load latency's part of their time does not account
+/// for (Little's law, for a service holding its calls throughout).
+pub(super) fn queued_calls(w: &Window, latency: f64, no_load: f64) -> f64 {
+    w.max_in_flight as f64 - ran_without_queue(w, latency, no_load)
+}
+
+/// The calls of window `w` (as in [`queued_calls`]) that ran without
+/// waiting inside the service.
+pub(super) fn ran_without_queue(w: &Window, latency: f64, no_load: f64) -> f64 {
+    w.max_in_flight as f64 * (no_load / latency).min(1.0)
+}
+
+/// The relative noise of a mean or a rate read from `n` calls (one
+/// standard error, for calls of exponential length): 1/sqrt(n).
+pub(super) fn standard_error(n: u64) -> f64 {
+    1.0 / (n.max(1) as f64).sqrt()
+}

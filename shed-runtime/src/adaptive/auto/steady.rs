@@ -1,0 +1,307 @@
+//! The steady state: probes, recoveries, slowdowns, and the slow
+//! sawtooth between the bandwidth-delay product and a queue (see
+//! [`Auto`]'s docs).
+
+use super::stats::{standard_error, Filter, Pool};
+use super::{Auto, Reading, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS};
+
+/// A probe whose throughput is at least this share of the usual one shows
+/// that the concurrency it removed was only queueing.
+const PROBE_HOLDS: f64 = 0.95;
+/// How much longer than the no-load latency the shortest of a window's
+/// calls of one length takes to show the service's own latency (a real
+/// service's calls of one length vary by a few percent).
+const ONE_LENGTH_SLOWER: f64 = 1.05;
+
+impl Auto {
+    /// A probe window: the lower limit stays if it served as many calls a
+    /// second, else the limit goes back to where it was.
+    pub(super) fn after_probe(&mut self, w: &Window, r: Reading) -> f64 {
+        let Reading {
+            latency,
+            rate,
+            binds,
+            ..
+        } = r;
+        // The probe's latency is the one with the least queueing.
+        if self.no_load.is_some_and(|d| latency < d) {
+            self.no_load = Some(latency);
+        }
+        let restore = self.before_probe.take().unwrap_or(w.limit);
+        // As many calls a second as usual, and more than its own slots
+        // would serve with no queue, beyond its noise (two standard
+        // errors of its count): a probe of a few calls reads its rate
+        // within a half, and probes of 5 calls at 0.75 that read "as
+        // many" took a 64-worker pool, whose cold start had read its
+        // calls at half their length, from 2.4 slots down to 1, where it
+        // stayed (2% of its capacity over the run).
+        let fraction = w.limit / restore.max(f64::MIN_POSITIVE);
+        let holds = PROBE_HOLDS.max(fraction * (1.0 + 2.0 * standard_error(w.finished)));
+        let as_many = self
+            .binding_rate
+            .get()
+            .is_some_and(|usual| rate >= holds * usual);
+        let stale = std::mem::take(&mut self.stale_probe);
+        // Calls of one length do not rise from the product in the window
+        // after a probe (see `steady_step`), which its lower throughput
+        // spills into.
+        self.calm = 0;
+        // As many calls a second at the lower limit: the rest of the
+        // concurrency was only queueing inside the service.
+        if as_many && binds {
+            self.stale = 0;
+            self.stale_latency = f64::INFINITY;
+            return w.limit;
+        }
+        // Fewer calls a second with fewer slots, beyond the window's
+        // noise (one standard error of its count): in a slowdown a
+        // window holds a few dozen calls, and a probe of 16 workers at
+        // 18 slots that served 386 calls a second of the usual 420 read
+        // as fewer, the pool's queue became the no-load latency twice,
+        // and the limit grew to 38 slots.
+        let noise = standard_error(w.finished);
+        let fewer = self
+            .binding_rate
+            .get()
+            .is_none_or(|usual| rate < (1.0 - noise) * usual);
+        if stale && fewer {
+            // The latency that stayed high was the service's own (the
+            // no-load latency was measured too low, or every call got
+            // slower).
+            self.no_load = Some(self.stale_latency.min(latency));
+            self.stale = 0;
+            self.stale_latency = f64::INFINITY;
+        }
+        restore
+    }
+
+    /// Notes a recovery: a throughput well above the usual one.
+    pub(super) fn note_recovery(&mut self, r: Reading) {
+        let Reading {
+            latency,
+            rate,
+            rate_binds,
+            ..
+        } = r;
+        let usual = self.binding_rate.get().filter(|_| rate_binds);
+        if self.startup || !usual.is_some_and(|usual| rate > 1.5 * usual) {
+            return;
+        }
+        // The service got much faster (a recovery): the no-load
+        // latency is stale. Calls whose own latency fell below it
+        // show the new one at most that long (a queue only adds):
+        // it is learned at once, and the limit is free to grow
+        // (below). Probing at half the limit first held a 1,000-worker
+        // pool, already under its workers, at half for two windows: 4 s
+        // to its capacity instead of 2 s. Calls of one length
+        // still take the probe at half, once the growth has ended:
+        // the recovery's window mixes slow calls with fast ones,
+        // and its mean (2.7 ms for 8 workers' 2 ms) would hold
+        // their limit a quarter above the pool, where their
+        // latency shows no queue against it.
+        let seen = self.no_load.is_some_and(|d| latency < d);
+        if seen {
+            self.no_load = Some(latency);
+        }
+        // Otherwise only a window well below the current limit
+        // shows the new latency: probe at half the limit next (the
+        // limit holds until then, see `steady_step`), judged
+        // against the faster rate: against the slow one, the probe
+        // of a 2-worker pool kept half its limit.
+        self.deep_probe = !seen;
+        self.probe_after_startup = seen && self.calls_of_one_length();
+        // The concurrency the service takes is to be found again.
+        self.idle_rises = 0;
+        self.binding_rate.reset(Some(rate));
+    }
+
+    /// A window in the steady state: a slowdown keeps the limit, a queue
+    /// shrinks it towards the bandwidth-delay product, a binding limit
+    /// without a queue grows.
+    pub(super) fn steady_step(
+        &mut self,
+        w: &Window,
+        r: Reading,
+        no_load: f64,
+        queueing: bool,
+        usual_rate: Option<f64>,
+    ) -> f64 {
+        let Reading {
+            latency,
+            rate,
+            binds,
+            rate_binds,
+            one_length,
+        } = r;
+        let bdp = self.bandwidth_delay().unwrap_or(w.limit);
+        let fell = queueing
+            && rate_binds
+            && w.completed >= MIN_SAMPLES / 2
+            && usual_rate.is_some_and(|usual| rate < SLOWER * usual);
+        if !fell {
+            self.slower_windows = 0;
+        } else if let Some(usual) = usual_rate {
+            // Against the usual rate before the window the slowdown began
+            // in: that window's late calls were slowed, it completed fewer
+            // calls but not fewer by enough to read as slowed, and the
+            // running mean took it in. 16 workers of 10 ms slowed four
+            // times were scaled 3.1 times, the slowed calls read as a
+            // queue, and their limit fell to 10 slots. Taken at the first
+            // slowed window: before any binding window since the startup,
+            // the usual rate is the highest recent one, which the next
+            // window's push can drop from the filter.
+            if self.slower_windows == 0 {
+                self.fall_from = Some(usual.max(self.binding_rate.before.unwrap_or(usual)));
+            }
+            let usual = self.fall_from.unwrap_or(usual);
+            // Latency up and throughput down by much, at the same limit,
+            // two windows in a row: every call got slower (a dependency, a
+            // slowdown), which a queue inside the service does not do (it
+            // keeps the throughput). A pool of workers needs as many calls
+            // in flight as before, so the limit stays, and the no-load
+            // latency takes the slowdown that the throughput shows. Not
+            // the latency's rise, which may include a queue, and lags the
+            // throughput's fall: the first calls to complete were started
+            // before the slowdown, and, capped by it, a 4x slowdown of
+            // 1,000 workers of 200 ms was learned as 2.7x, its slowed
+            // calls then read as a queue, and the limit fell to 740 slots
+            // (54-70% of the slowed pool for three seconds). Calls of one
+            // length bound it, though: their mean is exact, and no call
+            // runs faster than without a queue. The throughput's fall
+            // can read far more than the slowdown (the usual rate a
+            // window that drained an overshoot read at 4,029 calls a
+            // second for 300 ps workers of 100 ms, at most 3,000), and a
+            // slowed no-load latency of 808 ms for calls of 419 read
+            // every queue as none: the limit grew from 314 slots to
+            // 1,571, each call took seconds, and the slowdown served
+            // none of them in time. The rates start over at the new
+            // speed.
+            self.slower_windows += 1;
+            if self.slower_windows >= 2 {
+                self.slower_windows = 0;
+                let scaled = no_load * usual / rate.max(1e-9);
+                self.no_load = Some(if self.calls_of_one_length() {
+                    scaled.min(latency)
+                } else {
+                    scaled
+                });
+                self.rates = Filter::only(rate);
+                self.bound_rates = Filter::only(rate);
+                self.any_rates = Filter::only(rate);
+                self.binding_rate.reset(Some(rate));
+                self.stale = 0;
+                self.stale_latency = f64::INFINITY;
+                self.idle_rises = 0;
+            }
+            return w.limit;
+        }
+        // Calls of one length that all took longer than the no-load
+        // latency, with less than half a call queued, show the service's
+        // own latency in their shortest: a FIFO queue that short leaves
+        // most calls unqueued, and processor sharing that short slows
+        // each call by less. A slowdown's scale by the throughput's fall
+        // under a load below capacity (8 workers slowed from 2 ms to 8 ms
+        // were scaled 3.7 times) read each slowed call as half a call
+        // queued at 6.5 slots, which held the limit there, a quarter of
+        // the pool idle, for the whole slowdown.
+        if one_length && !queueing && w.min_latency.as_secs_f64() > ONE_LENGTH_SLOWER * no_load {
+            self.no_load = Some(w.min_latency.as_secs_f64());
+        }
+        if queueing && !w.waiting {
+            // A queue inside the service while no call waits for a slot
+            // is the load's own burstiness below capacity (4 workers of
+            // 1 ms at 0.8 load queue half a call on average): a lower
+            // limit would only move it into the limiter's queue, whose
+            // budget refused one call in twenty there.
+            return w.limit;
+        }
+        if queueing {
+            // A queue inside the service goes once the limit is down to the
+            // bandwidth-delay product, within a few windows. Latency that
+            // stays high for longer is either a queue the product does not
+            // reach (its highest rate read high: a 16-worker pool held 28
+            // slots) or the service's own (every call got slower, or the
+            // no-load latency was measured too low). Taken for the latter,
+            // it ratcheted the limit up (13 to 59 slots for 16 workers
+            // after a slowdown), so a probe at fewer slots tells them
+            // apart: the lowest latency of those windows becomes the
+            // no-load one only if the probe admits fewer calls a second.
+            self.stale += 1;
+            self.stale_latency = self.stale_latency.min(latency);
+            if self.stale >= STALE_WINDOWS && !self.stale_probe {
+                self.stale_probe = true;
+            }
+            return (self.headroom_for(one_length) * bdp).clamp(w.limit * 0.5, w.limit);
+        }
+        self.stale_latency = f64::INFINITY;
+        self.stale = 0;
+        if binds && self.deep_probe {
+            // The service got faster: the probe at half the limit, next,
+            // shows its new no-load latency before anything is judged by
+            // the stale one.
+            return w.limit;
+        }
+        if binds {
+            // Calls wait for slots and the service shows no queue worth
+            // the name: it may take more. Fast while latency is at the
+            // no-load one, slowly above it (which, past the service's
+            // concurrency, ends in a queue and a shrink: a slow sawtooth
+            // between the product and `tolerance` times it).
+            self.since_probe += 1;
+            if one_length || latency <= 1.1 * no_load {
+                // Calls of one length at the product show no queue
+                // whether or not the service could take more: only a
+                // window above it tells, and every call past the
+                // service's concurrency waits a whole call there. So
+                // there they rise by a slot or a sixteenth (the
+                // throughput reads a slot's worth exactly), less and less
+                // often: restarted at every window with 1.25x, 16
+                // workers' limit stood at 20 for two windows in three,
+                // and every fifth call waited 20 ms inside. Below the
+                // product the service showed it takes more, and they
+                // grow as other calls do.
+                let at_product = one_length && w.limit >= 0.9 * bdp;
+                if at_product {
+                    // The first rise comes at once; each that finds nothing
+                    // doubles the wait for the next, from `probe_every`
+                    // windows up to four times that; one that finds more
+                    // (`startup_step`), or a service that changed speed,
+                    // starts over.
+                    let wait = match self.idle_rises {
+                        0 => 0,
+                        n => self.probe_every << (n - 1),
+                    };
+                    if self.calm < wait {
+                        self.calm += 1;
+                        return w.limit;
+                    }
+                    self.idle_rises = (self.idle_rises + 1).min(3);
+                    self.rise_from = Some(w.limit);
+                }
+                self.calm = 0;
+                // No queue at all: the service's concurrency may be far
+                // above; find it as fast as at the start.
+                // Judged like the start: the next window must show the
+                // throughput rising with the limit, or startup ends.
+                self.startup = true;
+                self.restarted = true;
+                self.startup_last = Some((w.limit, rate));
+                self.startup_pool = Pool::default();
+                self.startup_pool.add(w);
+                let gain = if at_product {
+                    1.0 + (self.growth - 1.0) / 4.0
+                } else {
+                    self.growth
+                };
+                let grown = w.limit * gain;
+                return if grown.round() > w.limit.round() {
+                    grown
+                } else {
+                    w.limit.round() + 1.0
+                };
+            }
+            return w.limit * (1.0 + (self.growth - 1.0) / 4.0);
+        }
+        w.limit
+    }
+}
