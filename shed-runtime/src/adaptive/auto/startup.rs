@@ -245,7 +245,7 @@ impl Auto {
             // The price is a limit up to four times the pool for the
             // window that finds it: its calls queue inside for up to
             // three service times, and the calls that come while they
-            // drain wait (see BENCHMARKS.md). Not for calls of one
+            // drain wait (see `docs/defaults.md`). Not for calls of one
             // length, whose queue shows at once and whose p99 that queue
             // would set: 16 workers of 20 ms went from 31 ms to 48.
             // Their windows that took round trips still grow by each. Nor
