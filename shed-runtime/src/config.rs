@@ -244,7 +244,7 @@ impl Config {
     /// to about twice the capacity and LIFO a lower one beyond (see
     /// `BENCHMARKS.md`). By default on while the limit is adaptive (no
     /// [`capacity`](Config::capacity)): the defaults grid loses calls to a
-    /// standing queue served in order (see `BENCHMARKS.md`); off with a
+    /// standing queue served in order (see `docs/defaults.md`); off with a
     /// fixed capacity.
     pub fn adaptive_lifo(mut self, on: bool) -> Self {
         self.discipline.lifo = on;
