@@ -515,7 +515,8 @@ impl Auto {
         // length read their mean exactly): the lowest of
         // a stream of noisy means read 1 ms calls as 0.7 ms, whose product
         // then held 4 workers at 0.8 load behind 2.9 slots. It goes up
-        // only when it is shown to be stale (below).
+        // only when it is shown to be stale (the stale probe: see
+        // `steady_step` and `after_probe`).
         let noise = if self.calls_of_one_length() {
             0.0
         } else {

@@ -7,7 +7,7 @@ use super::{Window, ONE_LENGTH};
 /// How many windows the throughput filter remembers.
 const HORIZON: usize = 10;
 
-/// The last [`HORIZON`] samples, for a windowed minimum or maximum.
+/// The last [`HORIZON`] samples, for a windowed maximum.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Filter {
     samples: [f64; HORIZON],
