@@ -1,6 +1,6 @@
 //! The scale of the default queue-wait budgets: guessed from the calls
 //! measured so far until the first window closes, then learned from each
-//! window's no-load latency.
+//! window's service time (`Auto::service_time`).
 //!
 //! Guesses come from completions on any thread, without the controller's
 //! lock; a learned scale comes from a window's close, under it.

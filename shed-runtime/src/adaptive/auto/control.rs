@@ -27,7 +27,7 @@ pub struct AutoSettings {
     /// until enough calls were measured.
     pub min_window: Duration,
     /// A class's default queue-wait budget becomes this many times the
-    /// no-load latency, in the proportion of the class's default to 50 ms
+    /// calls' service time ([`Auto::service_time`]), in the proportion of the class's default to 50 ms
     /// (default 4: `critical` may wait four times the service time,
     /// `optional` 1.6 times, `background` 0.4 times): a call that waited
     /// its whole budget still ends within 5x its service time, the
@@ -37,7 +37,7 @@ pub struct AutoSettings {
     /// 96 where four times did on 34), twice more still; with adaptive
     /// LIFO under overload a longer budget costs little.
     /// Until the first window closes, the mean of the calls measured so
-    /// far stands for the no-load latency (the class's own default until
+    /// far stands for the service time (the class's own default until
     /// one is).
     pub wait_factor: f64,
 }
@@ -112,7 +112,7 @@ pub(crate) struct AutoControl {
     alarm_samples: AtomicU64,
     /// The default budgets' scale: guessed from the calls measured so far
     /// (see [`AutoControl::guess_budgets`]) until a window closes with a
-    /// no-load latency.
+    /// service time ([`Auto::service_time`]).
     wait_scale: BudgetScale,
     settings: AutoSettings,
     /// Off while a pin, a warm-up ramp or a spawned
@@ -202,8 +202,8 @@ impl AutoControl {
         driver.open(inner, now);
         let algorithm = &driver.algorithm;
         let no_load = algorithm.no_load_latency();
-        if let Some(no_load) = no_load {
-            self.learn_budgets(no_load);
+        if let Some(service_time) = algorithm.service_time() {
+            self.learn_budgets(service_time);
         }
         // One round trip while starting up from cold (growth is judged by
         // the throughput there, see `Auto`; four in a restarted startup,
@@ -285,9 +285,9 @@ impl AutoControl {
         self.driver.start();
     }
 
-    /// Scales the default budgets to a no-load latency of `no_load`.
-    fn learn_budgets(&self, no_load: Duration) {
-        self.wait_scale.learn(self.scale_for(no_load));
+    /// Scales the default budgets to a service time of `service_time`.
+    fn learn_budgets(&self, service_time: Duration) {
+        self.wait_scale.learn(self.scale_for(service_time));
     }
 
     /// Until the first window closes, scales the default budgets to the
@@ -298,7 +298,7 @@ impl AutoControl {
     /// measured, so the first window waited 13 s for its 12 calls while
     /// 40% of the calls offered were refused. The cold start's limit is
     /// small, so its calls barely queue inside the service: their mean is
-    /// near the no-load latency the first window will read. The learned
+    /// near the service time the first window will read. The learned
     /// scale of a window that closed since `read` is never overwritten by
     /// a guess (see [`BudgetScale`]).
     fn guess_budgets(&self, inner: &Inner, read: Unlearned) {
@@ -307,9 +307,9 @@ impl AutoControl {
         }
     }
 
-    /// The default budgets' scale for a no-load latency of `no_load`.
-    fn scale_for(&self, no_load: Duration) -> f64 {
-        self.settings.wait_factor * no_load.as_secs_f64() / REFERENCE_WAIT.as_secs_f64()
+    /// The default budgets' scale for a service time of `service_time`.
+    fn scale_for(&self, service_time: Duration) -> f64 {
+        self.settings.wait_factor * service_time.as_secs_f64() / REFERENCE_WAIT.as_secs_f64()
     }
 
     /// The queue-wait budget of a call of `class` without a `max_wait` of

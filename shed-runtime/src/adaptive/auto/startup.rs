@@ -32,6 +32,9 @@ const PER_SLOT_KEPT: f64 = 1.5;
 /// their slots over their rate) that shows every call slower, not slots
 /// that worked.
 const SECOND_LOOK_SLOWER: f64 = 1.25;
+/// The most the calls' mean service time is taken to be over the no-load
+/// latency (see `Auto::service_time`).
+const MEAN_OVER_LOWEST: f64 = 2.0;
 
 impl Auto {
     /// A startup window: the limit doubles while the throughput follows
@@ -303,6 +306,24 @@ impl Auto {
         w.limit
     }
 
+    /// At a cold start's end, notes how far above the no-load latency its
+    /// calls' mean sat, as the rising windows judged queues by (their pool,
+    /// capped by their lowest reading with its noise allowed for): up to
+    /// twice, the noise of a first window of a dozen calls. Calls of one
+    /// length are read by their mean already.
+    fn note_mean_over_lowest(&mut self) {
+        if self.restarted || self.calls_of_one_length() {
+            return;
+        }
+        let reference = self
+            .startup_pool
+            .latency()
+            .map(|pooled| pooled.min(self.cold_lowest));
+        if let (Some(reference), Some(d)) = (reference, self.no_load) {
+            self.mean_over_lowest = (reference / d).clamp(1.0, MEAN_OVER_LOWEST);
+        }
+    }
+
     /// Whether a cold-start window at `limit` followed in full grows by
     /// two round trips' gain however short it was: `limit` is at least
     /// [`FOURFOLD_FROM`], and the rising windows hold [`THIN_POOL`] calls,
@@ -444,6 +465,7 @@ impl Auto {
             .take()
             .filter(|_| self.startup_stalls >= 2 || queue_showed)
             .map(|(limit, _)| limit);
+        self.note_mean_over_lowest();
         self.startup_pool = Pool::default();
         self.stalled = Pool::default();
         self.startup_stalls = 0;

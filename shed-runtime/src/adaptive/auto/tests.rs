@@ -1332,3 +1332,37 @@ fn a_slowdown_of_calls_of_one_length_is_never_learned_past_what_the_calls_took()
     });
     assert!(limits.iter().all(|&l| l < 1.2 * settled), "{limits:?}");
 }
+
+#[test]
+fn the_budgets_service_time_is_the_cold_starts_pooled_reading_not_its_luckiest() {
+    // 64 ps workers of 50 ms of exponential length at 3x
+    // (`ps-64x50ms-exp-10x`, seed 11): the first window's 12 calls at 2
+    // slots came in 203 ms (Little: 34 ms), and the no-load latency kept
+    // that lowest reading. The rising windows' pool read 42 ms, which
+    // is what the default budgets are now multiples of.
+    let mut auto = Auto::default();
+    let limits = replay(
+        &mut auto,
+        &[
+            (2.0, 12, 203.0, 32.6, 1.0),
+            (4.0, 12, 146.0, 43.7, 1.0),
+            (8.0, 12, 60.0, 27.0, 3.0),
+            (32.0, 32, 46.0, 24.1, 0.0),
+            (64.0, 56, 35.0, 23.7, 0.0),
+            (256.0, 35, 36.0, 24.1, 4.0),
+            (256.0, 41, 36.0, 49.3, 4.0),
+            (256.0, 40, 36.0, 76.1, 0.0),
+        ],
+    );
+    assert!(!auto.in_startup(), "the startup ended: {limits:?}");
+    let no_load = no_load_ms(&auto);
+    let service = auto.service_time().expect("a service time").as_secs_f64() * 1000.0;
+    assert!(
+        (33.0..35.0).contains(&no_load),
+        "the lowest reading: {no_load}"
+    );
+    assert!(
+        (41.0..=43.0).contains(&service),
+        "the rising windows' pool: {service}"
+    );
+}
