@@ -134,10 +134,17 @@ proptest! {
         start in 1.0f64..64.0,
     ) {
         drive(Auto::default(), start, windows, true, |auto| {
-            // Scales the controller's windows and the default budgets
-            // (`Duration::from_secs_f64` panics on NaN or a negative).
+            // Scales the controller's windows (`Duration::from_secs_f64`
+            // panics on NaN or a negative).
             if let Some(no_load) = auto.no_load_latency() {
                 prop_assert!(no_load.checked_mul(4).is_some(), "{no_load:?}");
+                // Scales the default budgets: the calls' mean, at most
+                // twice the no-load latency (each rounded to a nanosecond).
+                let service = auto.service_time().expect("a service time with a no-load latency");
+                prop_assert!(
+                    service >= no_load && service <= no_load * 2 + Duration::from_nanos(1),
+                    "{service:?} for a no-load latency of {no_load:?}"
+                );
             }
             Ok(())
         })?;
