@@ -143,7 +143,18 @@ impl Auto {
             (Some((last_limit, _)), Some(per_slot)) => {
                 rate >= per_slot * last_limit * (1.0 + 0.25 * (w.limit / last_limit - 1.0))
             }
-            _ => true,
+            // Nothing to judge the throughput by: the first window that
+            // bound grows, unless its calls of one length took longer
+            // than the no-load latency (a queue or a slowdown, either way
+            // not slots that worked), even too few of them to read a
+            // queue by. 2 workers of 200 ms at 0.8 load never bound
+            // before the slowdown; the window that met it, 10 calls at
+            // 260 ms, doubled the limit to 4, and calls of 800 ms then
+            // shared the 2 workers past every client's 1 s: no call
+            // served in time for 4 s.
+            _ => !self
+                .no_load
+                .is_some_and(|d| self.of_one_length(w, d) && latency > COLD_QUEUE * d),
         };
         // Below capacity a cold-start window can reach its limit in a
         // moment's burst with no call waiting for a slot: its throughput

@@ -1366,3 +1366,35 @@ fn the_budgets_service_time_is_the_cold_starts_pooled_reading_not_its_luckiest()
         "the rising windows' pool: {service}"
     );
 }
+
+#[test]
+fn a_first_binding_window_whose_calls_of_one_length_took_longer_does_not_grow() {
+    // 2 ps workers of 200 ms at 0.8 load (`ps-2x200ms-const-5x`, seed
+    // 0): two cold-start windows in which no call waited, then the one
+    // that met the 4x slowdown, the first to bind: 18 calls finished, 10
+    // measured, at 260 ms on average. Grown to 4 slots, the slowed calls
+    // shared the 2 workers for 1.6 s each, past the clients' 1 s.
+    let unbound = |elapsed_ms| Window {
+        max_in_flight: 2,
+        waiting: false,
+        ..recorded((2.0, 12, elapsed_ms, 200.0, 200.0))
+    };
+    let mut auto = Auto::default();
+    assert_eq!(auto.next_limit(&unbound(2145.0)), 2.0);
+    assert_eq!(auto.next_limit(&unbound(1728.0)), 2.0);
+    let slowed = Window {
+        finished: 18,
+        ..recorded((2.0, 10, 3749.0, 260.0, 200.0))
+    };
+    let next = auto.next_limit(&slowed);
+    assert!(
+        next <= 2.0,
+        "grew to {next} on calls slower than the no-load latency"
+    );
+    // Calls that took the no-load latency in that window still grow it.
+    let mut auto = Auto::default();
+    auto.next_limit(&unbound(2145.0));
+    auto.next_limit(&unbound(1728.0));
+    let bound = recorded((2.0, 12, 1200.0, 200.0, 200.0));
+    assert_eq!(auto.next_limit(&bound), 4.0);
+}
