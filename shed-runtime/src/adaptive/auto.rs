@@ -159,7 +159,9 @@ const MIN_SAMPLES: u64 = 32;
 ///   call that took twice the no-load latency: it waited a whole call
 ///   inside the service, or every call got slower. A cold-start window
 ///   whose every call waited so (its shortest over 1.1x the no-load
-///   latency) ends the startup, however few its calls. A window after the
+///   latency) ends the startup, however few its calls; one whose mean
+///   alone is over it does not grow the limit when no window rose
+///   before it to judge its throughput by. A window after the
 ///   startup whose shortest call took more than 1.05 times the no-load
 ///   latency, with less than half a call queued, teaches its shortest as
 ///   the no-load latency (a slowdown scaled by a load's rate reads it

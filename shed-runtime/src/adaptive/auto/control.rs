@@ -27,8 +27,9 @@ pub struct AutoSettings {
     /// until enough calls were measured.
     pub min_window: Duration,
     /// A class's default queue-wait budget becomes this many times the
-    /// calls' service time ([`Auto::service_time`]), in the proportion of the class's default to 50 ms
-    /// (default 4: `critical` may wait four times the service time,
+    /// calls' service time ([`Auto::service_time`]), in the proportion of
+    /// the class's default to 50 ms (default 4: `critical` may wait four
+    /// times the service time,
     /// `optional` 1.6 times, `background` 0.4 times): a call that waited
     /// its whole budget still ends within 5x its service time, the
     /// shortest client timeout of the defaults grid. Three times refused

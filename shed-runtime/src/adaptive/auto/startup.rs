@@ -78,14 +78,7 @@ impl Auto {
         // recovery, 11 s in). The no-load latency itself stays the lowest reading:
         // raised to this reference, the product held 64 workers above
         // their pool, and their slowed calls then read as no queue.
-        let reference = if self.restarted || self.calls_of_one_length() {
-            self.no_load
-        } else {
-            self.startup_pool
-                .latency()
-                .map(|pooled| pooled.min(self.cold_lowest))
-                .or(self.no_load)
-        };
+        let reference = self.cold_pooled_latency().or(self.no_load);
         let queue_shows =
             w.completed >= MIN_SAMPLES / 2 && reference.is_some_and(|d| latency > QUEUE_SHOWS * d);
         // Calls of one length show their queue as it is (see `decide`):
@@ -104,16 +97,22 @@ impl Auto {
         // calls of 400 ms, read the load's rise as the throughput
         // following the limit and doubled to 8 (calls of 800 ms, then
         // 3.2 s in the slowdown, for clients that wait 1 s).
-        let one_length_queue = self.no_load.is_some_and(|d| {
-            self.of_one_length(w, d)
-                && if self.restarted {
-                    queued_calls(w, latency, d) >= QUEUED_CALLS
-                } else {
-                    latency > COLD_QUEUE * d
-                        && (w.completed >= MIN_SAMPLES / 2
-                            || w.min_latency.as_secs_f64() > COLD_QUEUE * d)
-                }
-        });
+        // Calls of one length a tenth over the no-load latency: a queue
+        // or a slowdown, never slots that worked (see `grew`, below).
+        let one_length_slower = self
+            .no_load
+            .is_some_and(|d| self.of_one_length(w, d) && latency > COLD_QUEUE * d);
+        let one_length_queue = if self.restarted {
+            self.no_load.is_some_and(|d| {
+                self.of_one_length(w, d) && queued_calls(w, latency, d) >= QUEUED_CALLS
+            })
+        } else {
+            one_length_slower
+                && (w.completed >= MIN_SAMPLES / 2
+                    || self
+                        .no_load
+                        .is_some_and(|d| w.min_latency.as_secs_f64() > COLD_QUEUE * d))
+        };
         // A rise of calls of one length whose calls are no longer of the
         // no-load latency's length says nothing about concurrency: the
         // service changed speed (a recovery read as the throughput
@@ -152,9 +151,7 @@ impl Auto {
             // 260 ms, doubled the limit to 4, and calls of 800 ms then
             // shared the 2 workers past every client's 1 s: no call
             // served in time for 4 s.
-            _ => !self
-                .no_load
-                .is_some_and(|d| self.of_one_length(w, d) && latency > COLD_QUEUE * d),
+            _ => !one_length_slower,
         };
         // Below capacity a cold-start window can reach its limit in a
         // moment's burst with no call waiting for a slot: its throughput
@@ -318,21 +315,28 @@ impl Auto {
     }
 
     /// At a cold start's end, notes how far above the no-load latency its
-    /// calls' mean sat, as the rising windows judged queues by (their pool,
-    /// capped by their lowest reading with its noise allowed for): up to
-    /// twice, the noise of a first window of a dozen calls. Calls of one
-    /// length are read by their mean already.
+    /// calls' mean sat, as the rising windows judged queues by
+    /// ([`Auto::cold_pooled_latency`]): up to twice, the noise of a first
+    /// window of a dozen calls. Calls of one length are read by their
+    /// mean already.
     fn note_mean_over_lowest(&mut self) {
+        if let (Some(pooled), Some(d)) = (self.cold_pooled_latency(), self.no_load) {
+            self.mean_over_lowest = (pooled / d).clamp(1.0, MEAN_OVER_LOWEST);
+        }
+    }
+
+    /// What a cold start of calls of varying length reads their latency
+    /// as: its rising windows' pool, capped by their lowest reading with
+    /// its noise allowed for. `None` in a restarted startup, for calls of
+    /// one length (the no-load latency reads them exactly) and before a
+    /// window rose.
+    fn cold_pooled_latency(&self) -> Option<f64> {
         if self.restarted || self.calls_of_one_length() {
-            return;
+            return None;
         }
-        let reference = self
-            .startup_pool
+        self.startup_pool
             .latency()
-            .map(|pooled| pooled.min(self.cold_lowest));
-        if let (Some(reference), Some(d)) = (reference, self.no_load) {
-            self.mean_over_lowest = (reference / d).clamp(1.0, MEAN_OVER_LOWEST);
-        }
+            .map(|pooled| pooled.min(self.cold_lowest))
     }
 
     /// Whether a cold-start window at `limit` followed in full grows by

@@ -13,7 +13,7 @@ fn auto_control(inner: &crate::limiter::Inner) -> &AutoControl {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_default_budgets_are_four_times_the_no_load_latency_in_the_classes_proportions() {
+async fn the_default_budgets_are_four_times_the_service_time_in_the_classes_proportions() {
     let control = AutoControl::new(AutoSettings::default());
     let classes = ClassSpec::defaults();
     let (critical, optional, background) = (&classes[0], &classes[1], &classes[2]);
@@ -158,13 +158,18 @@ fn pins_among_windows_closing_on_other_threads_are_never_overwritten() {
 /// calls of 200 ms, of one length (`one_length`) or not, and a window
 /// just closed at 2 slots: the next needs 12 calls.
 fn controller_after_calls_of_200ms(one_length: bool) -> (crate::Limiter, Duration) {
+    controller_after_a_window(|auto| {
+        auto.no_load = Some(0.200);
+        auto.one_length_votes = if one_length { (3, 0) } else { (0, 3) };
+    })
+}
+
+/// The default limiter's controller, its algorithm set by `learned`, and
+/// a window just closed (1 s after the epoch, with no call in it).
+fn controller_after_a_window(learned: impl FnOnce(&mut Auto)) -> (crate::Limiter, Duration) {
     let limiter = crate::Config::new().build().unwrap();
     let control = auto_control(&limiter.inner);
-    {
-        let mut driver = control.driver.lock();
-        driver.algorithm.no_load = Some(0.200);
-        driver.algorithm.one_length_votes = if one_length { (3, 0) } else { (0, 3) };
-    }
+    learned(&mut control.driver.lock().algorithm);
     let at = Duration::from_secs(1);
     control.close_if_due(
         &limiter.inner,
@@ -173,6 +178,23 @@ fn controller_after_calls_of_200ms(one_length: bool) -> (crate::Limiter, Duratio
         Duration::ZERO,
     );
     (limiter, at)
+}
+
+#[test]
+fn a_closing_window_scales_the_budgets_to_the_calls_service_time_not_the_lowest_reading() {
+    // A cold start of calls of varying length read their no-load latency
+    // at 200 ms and their mean half as high again.
+    let (limiter, _) = controller_after_a_window(|auto| {
+        auto.no_load = Some(0.200);
+        auto.mean_over_lowest = 1.5;
+    });
+    let control = auto_control(&limiter.inner);
+    let critical = &ClassSpec::defaults()[0];
+    let budget = control.budget(critical).as_secs_f64();
+    assert!(
+        (budget - 1.2).abs() < 1e-6,
+        "four times the 300 ms service time, not the 200 ms reading: {budget} s"
+    );
 }
 
 #[test]
