@@ -130,8 +130,12 @@ const MIN_SAMPLES: u64 = 32;
 ///   the usual one is a recovery: the usual rate becomes the new one. If
 ///   the calls' latency fell below the no-load one, it becomes the no-load
 ///   latency and the limit grows as in startup (calls of one length then
-///   probe at half the limit once it ends); if not, the limit holds and
-///   the next probe goes to half the limit.
+///   probe at half the limit once it ends). If not, the limit holds, and
+///   a window of 64 calls or more of varying length scales the no-load
+///   latency down by the throughput's rise, as a slowdown scales it up by
+///   its fall (the window itself, of slow calls and fast, is not judged
+///   further); a shorter window, or calls of one length, send the next
+///   probe to half the limit.
 ///
 /// - **Calls of one length.** If most windows of the cold start that
 ///   rose held calls of about one length (the shortest at least 0.8 of
@@ -548,7 +552,14 @@ impl Auto {
         if w.probe {
             return self.after_probe(w, r);
         }
-        self.note_recovery(r);
+        if self.note_recovery(w, r) {
+            // The recovery's window mixes calls slowed before it with
+            // fast ones: judged against the no-load latency it just
+            // scaled, its mean read as a queue, and 70 slots for 64
+            // workers went to 52 as the pool sped up. The next window,
+            // of the new speed, is judged.
+            return w.limit;
+        }
         let no_load = self.no_load.unwrap_or(latency);
         r.one_length = self.of_one_length(w, no_load);
         self.one_length = r.one_length;

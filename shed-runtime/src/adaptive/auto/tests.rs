@@ -346,24 +346,64 @@ fn a_queue_that_outlasts_the_shrink_is_probed_before_its_latency_is_learned() {
     }
 }
 
+/// Window `w` over a quarter of its time: a quarter of its calls.
+fn a_quarter_of(w: Window) -> Window {
+    Window {
+        completed: w.completed / 4,
+        finished: w.finished / 4,
+        elapsed: w.elapsed / 4,
+        ..w
+    }
+}
+
 #[test]
-fn after_a_recovery_the_half_limit_probe_is_judged_against_the_faster_rate() {
+fn after_a_recovery_of_a_few_dozen_calls_the_half_limit_probe_is_judged_against_the_faster_rate() {
     // 16 workers whose calls took 16 ms (1,000 calls a second) are back
     // to 10 ms. At 28 slots the pool's queue hides the speed-up (17.5 ms,
-    // above the stale 16): only fewer slots show the new latency.
+    // above the stale 16), and 40 calls read the throughput's rise too
+    // roughly to scale by: only fewer slots show the new latency.
     let mut auto = steady(0.016, 1000.0, 1000.0);
-    let recovered = pool(16.0, 28.0);
+    let recovered = a_quarter_of(pool(16.0, 28.0));
     assert_eq!(auto.next_limit(&recovered), 28.0, "held for the probe");
     let probe = auto.probe_limit(28.0).expect("a probe at half");
     assert_eq!(probe, 14.0);
     let after = auto.next_limit(&Window {
         probe: true,
-        ..pool(16.0, probe)
+        ..a_quarter_of(pool(16.0, probe))
     });
     // 1,400 calls a second at 14 slots is fewer than the 1,600 of the
     // recovered service (not more than the slow 1,000): the 28 slots stay.
     assert_eq!(after, 28.0);
     assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(10)));
+}
+
+#[test]
+fn a_recovery_read_from_a_full_window_scales_the_no_load_latency_by_the_throughputs_rise() {
+    // `ps-64x50ms` at 3x, seed 14: 64 workers slowed from 50 ms to 200
+    // ms, their no-load latency scaled to 140.9 ms and their usual rate
+    // 320 calls a second, are back to 50 ms. The window the recovery
+    // began in completed 141 calls in 283 ms (498 a second) at a mean of
+    // 144.5 ms, slowed calls among them: above the stale no-load
+    // latency, so the speed-up did not show in it. Probed at half, the
+    // limit sat at 35 slots, then 44, and the second served 51% of the
+    // pool. Scaled by the throughput's rise (498 over 320), the no-load
+    // latency is 90.5 ms and the 70.8 slots stay; not judged against it
+    // either, which read the mixed window as a queue and shrank the
+    // limit to 52.
+    let mut auto = steady(0.1409, 320.0, 348.0);
+    let recovery = recorded((70.8, 141, 283.0, 144.5, 0.0));
+    assert_eq!(auto.next_limit(&recovery), 70.8);
+    assert_eq!(auto.probe_limit(70.8), None, "no probe at half the limit");
+    assert!(
+        (no_load_ms(&auto) - 140.9 * 320.0 / 498.2).abs() < 0.5,
+        "{}",
+        no_load_ms(&auto)
+    );
+    // The next window, of the new speed, shows its calls' latency below
+    // the scaled one: it is learned, and the limit grows.
+    let faster = recorded((70.8, 340, 283.0, 62.0, 0.0));
+    assert!(auto.next_limit(&faster) > 70.8);
+    assert_eq!(no_load_ms(&auto), 62.0);
 }
 
 #[test]
