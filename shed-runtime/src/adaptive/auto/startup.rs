@@ -318,7 +318,7 @@ impl Auto {
     /// calls' mean sat, as the rising windows judged queues by
     /// ([`Auto::cold_pooled_latency`]): up to twice, the noise of a first
     /// window of a dozen calls. Calls of one length are read by their
-    /// mean already.
+    /// mean already; a restarted startup's end leaves it.
     fn note_mean_over_lowest(&mut self) {
         if let (Some(pooled), Some(d)) = (self.cold_pooled_latency(), self.no_load) {
             self.mean_over_lowest = (pooled / d).clamp(1.0, MEAN_OVER_LOWEST);
@@ -459,6 +459,9 @@ impl Auto {
     /// `headroom` times the concurrency the service sustained.
     /// `queue_showed`: `w` showed calls queueing inside the service.
     fn end_startup(&mut self, w: &Window, queue_showed: bool) -> f64 {
+        // Read while `restarted` still tells a cold start from a
+        // restarted one, whose pool says nothing of the calls' length.
+        self.note_mean_over_lowest();
         self.startup = false;
         self.restarted = false;
         // The highest limit the throughput followed, if it failed to
@@ -480,7 +483,6 @@ impl Auto {
             .take()
             .filter(|_| self.startup_stalls >= 2 || queue_showed)
             .map(|(limit, _)| limit);
-        self.note_mean_over_lowest();
         self.startup_pool = Pool::default();
         self.stalled = Pool::default();
         self.startup_stalls = 0;

@@ -1408,6 +1408,44 @@ fn the_budgets_service_time_is_the_cold_starts_pooled_reading_not_its_luckiest()
 }
 
 #[test]
+fn a_restarted_startup_leaves_the_service_time_the_cold_start_read() {
+    // The cold start of `ps-64x50ms` seed 11 (above) read the calls'
+    // service time at 1.24 times the no-load latency. A startup restarted
+    // later from the steady state (a window at 0.9 of the no-load
+    // latency, then one at 1.8 times it, the throughput flat: a queue)
+    // pools windows of its own, at limits past the cold start's, whose
+    // reading says nothing of the calls' length: the end of the cold
+    // start set the service time, and that of a restarted startup leaves
+    // it. It took the restarted windows' pool capped by the cold start's
+    // lowest reading, which brought the budgets back to multiples of the
+    // no-load latency after the first restart.
+    let mut auto = Auto::default();
+    replay(
+        &mut auto,
+        &[
+            (2.0, 12, 203.0, 32.6, 1.0),
+            (4.0, 12, 146.0, 43.7, 1.0),
+            (8.0, 12, 60.0, 27.0, 3.0),
+            (32.0, 32, 46.0, 24.1, 0.0),
+            (64.0, 56, 35.0, 23.7, 0.0),
+            (256.0, 35, 36.0, 24.1, 4.0),
+            (256.0, 41, 36.0, 49.3, 4.0),
+            (256.0, 40, 36.0, 76.1, 0.0),
+        ],
+    );
+    assert!(!auto.in_startup());
+    let service = auto.service_time().expect("a service time");
+    let no_load = no_load_ms(&auto);
+    let limit = 80.0;
+    let restart = auto.next_limit(&window(0.9 * no_load, limit, 128, true));
+    assert!(auto.in_startup() && restart > limit, "restarted: {restart}");
+    let settled = auto.next_limit(&window(1.8 * no_load, restart, 128, true));
+    assert!(!auto.in_startup(), "ended on the queue: {settled}");
+    assert_eq!(no_load_ms(&auto), no_load);
+    assert_eq!(auto.service_time(), Some(service));
+}
+
+#[test]
 fn a_first_binding_window_whose_calls_of_one_length_took_longer_does_not_grow() {
     // 2 ps workers of 200 ms at 0.8 load (`ps-2x200ms-const-5x`, seed
     // 0): two cold-start windows in which no call waited, then the one
