@@ -73,6 +73,8 @@ mod tenant;
 #[cfg(feature = "tonic")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
 pub mod tonic;
+#[cfg(test)]
+mod tracing_capture;
 
 #[cfg(feature = "http")]
 pub use agent_check::serve_agent_check;

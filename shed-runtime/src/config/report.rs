@@ -97,11 +97,10 @@ pub(super) fn announce(description: &str) {
 
 #[cfg(test)]
 mod tests {
-    use std::fmt;
-
     use super::super::env::tests::env;
     use super::*;
     use crate::config::ENV_CAPACITY;
+    use crate::tracing_capture::Capture;
 
     #[test]
     fn without_configuration_the_capacity_is_adaptive_and_described_as_such() {
@@ -122,35 +121,6 @@ mod tests {
         assert_eq!(limiter.capacity(), 32);
     }
 
-    /// Collects the events of `tracing` as `LEVEL message` lines.
-    #[derive(Default, Clone)]
-    struct Capture(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-
-    impl tracing::Subscriber for Capture {
-        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-            tracing::span::Id::from_u64(1)
-        }
-        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-        fn event(&self, event: &tracing::Event<'_>) {
-            struct Message(String);
-            impl tracing::field::Visit for Message {
-                fn record_debug(&mut self, _: &tracing::field::Field, value: &dyn fmt::Debug) {
-                    self.0 = format!("{value:?}");
-                }
-            }
-            let mut message = Message(String::new());
-            event.record(&mut message);
-            let line = format!("{} {}", event.metadata().level(), message.0);
-            self.0.lock().unwrap().push(line);
-        }
-        fn enter(&self, _: &tracing::span::Id) {}
-        fn exit(&self, _: &tracing::span::Id) {}
-    }
-
     #[test]
     fn the_process_wide_limiter_logs_its_configuration_once_and_each_malformed_variable_once() {
         let capture = Capture::default();
@@ -161,7 +131,7 @@ mod tests {
                 .build_lenient()
         });
         assert_eq!(limiter.capacity(), 4);
-        let lines = capture.0.lock().unwrap().clone();
+        let lines = capture.lines();
         assert_eq!(
             lines,
             [

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::budget_scale::{BudgetScale, Unlearned};
-use super::{Auto, Driver, MIN_SAMPLES};
+use super::{Auto, Driver, Window, MIN_SAMPLES};
 use crate::class::ClassSpec;
 use crate::limiter::Inner;
 use crate::sync::Stoppable;
@@ -199,10 +199,13 @@ impl AutoControl {
 
     /// Closes the window at `now` (`since` the epoch) and opens the next.
     fn close_window(&self, driver: &mut Driver<Auto>, inner: &Inner, now: Instant, since: u64) {
-        driver.close(inner, now);
+        let closed = driver.close(inner, now);
         driver.open(inner, now);
         let algorithm = &driver.algorithm;
         let no_load = algorithm.no_load_latency();
+        if let Some((window, capacity)) = closed {
+            trace_window(&window, capacity, algorithm);
+        }
         if let Some(service_time) = algorithm.service_time() {
             self.learn_budgets(service_time);
         }
@@ -330,6 +333,30 @@ impl AutoControl {
             None => default,
         }
     }
+}
+
+/// Reports a closed window and the limit it led to as a `debug` event of
+/// target `shed::adaptive` (the README's *Watching it learn* names its
+/// fields):
+/// once a window, under the controller's lock, never on an admission.
+fn trace_window(window: &Window, next: u32, algorithm: &Auto) {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    tracing::debug!(
+        target: "shed::adaptive",
+        limit = window.limit,
+        next,
+        probe = window.probe,
+        calls = window.completed,
+        finished = window.finished,
+        elapsed_ms = ms(window.elapsed),
+        mean_ms = ms(window.avg_latency),
+        shortest_ms = ms(window.min_latency),
+        rate = window.throughput(),
+        waiting = window.waiting,
+        startup = algorithm.in_startup(),
+        no_load_ms = algorithm.no_load_latency().map_or(f64::NAN, ms),
+        "window closed"
+    );
 }
 
 /// What a window needs measured: `wanted`, at most [`MIN_SAMPLES`].
