@@ -9,14 +9,20 @@
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..32 --only defaults --goals   # runs meeting each goal
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..16 --only defaults --goals --slowdown-at 7
 //! cargo run --release -p shed-lab --example grid -- --holdout --only defaults   # shapes the defaults were not tuned on
+//! cargo run --release -p shed-lab --example grid -- --trace --windows --seeds 0..1 --only defaults --shape ps-16
 //! ```
+//!
+//! `--windows` (with `--trace`) prints each window the default limit closed
+//! in a run, before the run's seconds: the `shed::adaptive` debug event the
+//! README's *Watching it learn* describes.
 
+use std::fmt;
 use std::process::ExitCode;
 
 use shed_lab::grid::{self, Contender, Schedule};
 
 const USAGE: &str =
-    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--holdout] [--json] [--trace | --goals]";
+    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--holdout] [--json] [--trace [--windows] | --goals]";
 
 fn main() -> ExitCode {
     let mut seeds = 0..8;
@@ -25,6 +31,7 @@ fn main() -> ExitCode {
     let mut prefix = None;
     let mut json = false;
     let mut trace = false;
+    let mut windows = false;
     let mut goals = false;
     let mut schedule = Schedule::default();
     let mut args = std::env::args().skip(1);
@@ -37,6 +44,10 @@ fn main() -> ExitCode {
             }
             "--goals" => {
                 goals = true;
+                continue;
+            }
+            "--windows" => {
+                windows = true;
                 continue;
             }
             "--json" => {
@@ -119,6 +130,12 @@ fn main() -> ExitCode {
         eprintln!("--trace and --goals do not go together\n{USAGE}");
         return ExitCode::from(2);
     }
+    if windows && !trace {
+        eprintln!("--windows goes with --trace\n{USAGE}");
+        return ExitCode::from(2);
+    }
+    // The lab runs each scenario on this thread (a current-thread runtime).
+    let _windows = windows.then(|| tracing::subscriber::set_default(WindowPrinter));
     if trace {
         for shape in &shapes {
             for factor in grid::FACTORS {
@@ -185,4 +202,36 @@ fn slowdown_note(schedule: Schedule) -> String {
     } else {
         format!(" (slowdown from {} s)", schedule.slowdown_at)
     }
+}
+
+/// Prints each `shed::adaptive` window event as a line of its fields.
+struct WindowPrinter;
+
+impl tracing::Subscriber for WindowPrinter {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.target() == "shed::adaptive"
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Fields(String);
+        impl tracing::field::Visit for Fields {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+                if field.name() != "message" {
+                    self.0 += &format!(" {}={value:?}", field.name());
+                }
+            }
+            fn record_f64(&mut self, field: &tracing::field::Field, value: f64) {
+                self.0 += &format!(" {}={value:.1}", field.name());
+            }
+        }
+        let mut fields = Fields(String::new());
+        event.record(&mut fields);
+        println!("  window{}", fields.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }

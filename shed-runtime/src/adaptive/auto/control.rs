@@ -204,7 +204,7 @@ impl AutoControl {
         let algorithm = &driver.algorithm;
         let no_load = algorithm.no_load_latency();
         if let Some((window, capacity)) = closed {
-            trace_window(&window, capacity, algorithm);
+            trace_window(&window, capacity, algorithm, since);
         }
         if let Some(service_time) = algorithm.service_time() {
             self.learn_budgets(service_time);
@@ -337,12 +337,13 @@ impl AutoControl {
 
 /// Reports a closed window and the limit it led to as a `debug` event of
 /// target `shed::adaptive` (the README's *Watching it learn* names its
-/// fields):
-/// once a window, under the controller's lock, never on an admission.
-fn trace_window(window: &Window, next: u32, algorithm: &Auto) {
+/// fields): once a window, under the controller's lock, never on an
+/// admission. `since` is the close's time since the limiter was built.
+fn trace_window(window: &Window, next: u32, algorithm: &Auto, since: u64) {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     tracing::debug!(
         target: "shed::adaptive",
+        since_start_ms = since / 1_000_000,
         limit = window.limit,
         next,
         probe = window.probe,

@@ -106,7 +106,7 @@ async fn each_closed_window_is_reported_with_what_it_read_and_the_limit_it_led_t
     let lines = capture.lines();
     assert_eq!(lines.len(), 1, "one window closed: {lines:?}");
     for field in [
-        "DEBUG window closed limit=2.0 next=4 probe=false calls=12 ",
+        "DEBUG window closed since_start_ms=700 limit=2.0 next=4 probe=false calls=12 ",
         " mean_ms=100.0 shortest_ms=100.0 ",
         " waiting=true startup=true no_load_ms=",
     ] {
