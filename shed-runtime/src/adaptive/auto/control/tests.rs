@@ -75,46 +75,6 @@ fn until_a_window_closes_the_default_budgets_follow_the_calls_measured_so_far() 
     assert_eq!(control.budget(critical), Duration::from_millis(50));
 }
 
-#[tokio::test(start_paused = true)]
-async fn each_closed_window_is_reported_with_what_it_read_and_the_limit_it_led_to() {
-    // For an operator asking why the limit is where it is: a `debug`
-    // event of target `shed::adaptive`, once a window. Four callers
-    // of a service of 100 ms share the initial 2 slots: the first
-    // window, of 12 calls while calls waited, doubles the limit.
-    let capture = crate::tracing_capture::Capture::default();
-    let _subscriber = tracing::subscriber::set_default(capture.clone());
-    let limiter = crate::Config::new().build().unwrap();
-    let callers: Vec<_> = (0..4)
-        .map(|_| {
-            let limiter = limiter.clone();
-            tokio::spawn(async move {
-                for _ in 0..1_000 {
-                    if limiter.capacity() != 2 {
-                        break;
-                    }
-                    match limiter.acquire("critical", 1, "call").await {
-                        Ok(_permit) => tokio::time::sleep(Duration::from_millis(100)).await,
-                        Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
-                    }
-                }
-            })
-        })
-        .collect();
-    for caller in callers {
-        caller.await.unwrap();
-    }
-    let lines = capture.lines();
-    assert_eq!(lines.len(), 1, "one window closed: {lines:?}");
-    for field in [
-        "DEBUG window closed since_start_ms=700 limit=2.0 next=4 probe=false calls=12 ",
-        " mean_ms=100.0 shortest_ms=100.0 ",
-        " waiting=true startup=true no_load_ms=",
-    ] {
-        assert!(lines[0].contains(field), "{field:?} in {}", lines[0]);
-    }
-    assert_eq!(limiter.capacity(), 4);
-}
-
 #[test]
 fn a_window_closing_after_a_pin_sets_nothing() {
     // A completion that read the controller as running, and reaches the
