@@ -48,6 +48,9 @@ const ONE_LENGTH: f64 = 0.8;
 const QUEUED_CALLS: f64 = 0.5;
 /// The fewest measured calls a window needs, once the limit allows them.
 const MIN_SAMPLES: u64 = 32;
+/// Seconds of windows of calls of one length between their probes (see
+/// `Auto::probe_limit`): BBR refreshes its lowest round trip as often.
+const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 
 /// The default adaptive limit: finds the concurrency a service sustains
 /// from what its completions show, with no latency target to pick.
@@ -145,7 +148,9 @@ const MIN_SAMPLES: u64 = 32;
 ///   one (Little), and half a call of it is a queue (in the cold start, a
 ///   mean latency 1.1 times the no-load one, which ends it whatever the
 ///   throughput read). The limit settles at the product itself (no
-///   `headroom`), and skips the periodic probe. With no queue at the
+///   `headroom`), and takes the periodic probe only once in 10 s of its
+///   windows (a no-load latency learned high reads the pool's queue as
+///   none, and only fewer slots show it). With no queue at the
 ///   product, it rises by a slot or a sixteenth (a restarted startup
 ///   whose first queue ends it), at once the first time, then only after
 ///   `probe_every`, twice and four times that many windows while the
@@ -212,6 +217,8 @@ pub struct Auto {
     any_rates: Filter,
     /// Binding windows since the last probe.
     since_probe: u32,
+    /// Seconds of windows of calls of one length since the last probe.
+    one_length_unprobed: f64,
     /// Whether the startup was restarted from the steady state (see
     /// [`Auto::startup_round_trips`]).
     restarted: bool,
@@ -292,6 +299,7 @@ impl Default for Auto {
             bound_rates: Filter::default(),
             any_rates: Filter::default(),
             since_probe: 0,
+            one_length_unprobed: 0.0,
             restarted: false,
             stale: 0,
             stale_latency: f64::INFINITY,
@@ -414,15 +422,26 @@ impl LimitAlgorithm for Auto {
             return None;
         }
         let deep = std::mem::take(&mut self.deep_probe);
-        // Calls of one length show the queue and the no-load latency in
-        // every window (see `decide`): for them the periodic probe goes
-        // up, not down (see `steady_step`).
-        let periodic =
-            self.probe_every > 0 && self.since_probe >= self.probe_every && !self.one_length;
+        // Calls of one length show the queue in every window, against
+        // the no-load latency (see `decide`): for them the periodic probe
+        // goes up, not down (see `steady_step`). Unless that latency was
+        // learned high (a cold start on a busy machine read a real
+        // database's queries of 21 ms at 36 ms): at its product every
+        // call waits inside the service, as long as it reads as none, and
+        // only fewer slots show it, so they probe down too, but every 10
+        // s, not every few windows (a probe at a limit that was right
+        // costs a quarter of a window's calls).
+        let periodic = self.probe_every > 0
+            && if self.one_length {
+                self.one_length_unprobed >= ONE_LENGTH_PROBE_EVERY
+            } else {
+                self.since_probe >= self.probe_every
+            };
         if self.before_probe.is_some() || !(self.stale_probe || deep || periodic) {
             return None;
         }
         self.since_probe = 0;
+        self.one_length_unprobed = 0.0;
         self.before_probe = Some(limit);
         let fraction = if deep { 0.5 } else { self.probe };
         Some((limit * fraction).max(1.0))

@@ -162,6 +162,9 @@ impl Auto {
             one_length,
         } = r;
         let bdp = self.bandwidth_delay().unwrap_or(w.limit);
+        if one_length && binds {
+            self.one_length_unprobed += w.elapsed.as_secs_f64();
+        }
         let fell = queueing
             && rate_binds
             && w.completed >= MIN_SAMPLES / 2

@@ -479,6 +479,42 @@ fn calls_of_one_length_are_held_at_the_pool_not_a_fifth_above_it() {
     );
 }
 
+/// The pool of [`one_length_at`] with its queue standing: past the
+/// workers, every call waits, the shortest too.
+fn standing_queue_of_one_length(service_ms: f64, workers: f64, limit: f64) -> Window {
+    let w = one_length_at(service_ms, workers, limit);
+    Window {
+        min_latency: w.avg_latency,
+        ..w
+    }
+}
+
+#[test]
+fn calls_of_one_length_whose_no_load_latency_was_learned_high_find_it_again() {
+    // A cold start on a busy machine read a real 16-connection database's
+    // queries of 21 ms at 36 ms. At the product of that latency, 29 slots,
+    // every call waits about 16 ms inside the pool, which reads as no
+    // queue against 36, so nothing brought the limit down (it stood at 23
+    // slots for 16 workers). A probe at 0.75 of the limit every 10 s of
+    // such windows shows calls take less: 23 to 18 slots at the first,
+    // 16 at the second, where the next ones find nothing to take.
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 200, |l| pool_of_one_length(16.0, l));
+    auto.no_load = Some(0.036);
+    // Windows of 100 ms: 400 of them are 40 s.
+    let limits = drive(&mut auto, 16.0, 400, |l| {
+        standing_queue_of_one_length(20.0, 16.0, l)
+    });
+    let no_load = no_load_ms(&auto);
+    assert!((20.0..21.0).contains(&no_load), "{no_load}: {limits:?}");
+    assert!(
+        limits[300..]
+            .iter()
+            .all(|&l| l.round() >= 16.0 && l.round() <= 17.0),
+        "{limits:?}"
+    );
+}
+
 #[test]
 fn calls_of_one_length_held_at_the_pool_still_find_more_workers() {
     // Held at the product, the limit rises less and less often; the pool
