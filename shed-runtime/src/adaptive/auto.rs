@@ -201,7 +201,8 @@ pub struct Auto {
     /// (default 1.25).
     pub growth: f64,
     /// Windows in which the limit binds between probes (default 8; 0:
-    /// never), and between rises of calls of one length that find nothing.
+    /// never; calls of one length probe once in 10 s of their windows),
+    /// and between rises of calls of one length that find nothing.
     pub probe_every: u32,
     /// The probe's fraction of the limit (default 0.75).
     pub probe: f64,
