@@ -9,6 +9,7 @@
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..32 --only defaults --goals   # runs meeting each goal
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..16 --only defaults --goals --slowdown-at 7
 //! cargo run --release -p shed-lab --example grid -- --holdout --only defaults   # shapes the defaults were not tuned on
+//! cargo run --release -p shed-lab --example grid -- --seeds 0..32 --only defaults --goals --twice   # a second slowdown at 20 s
 //! cargo run --release -p shed-lab --example grid -- --trace --windows --seeds 0..1 --only defaults --shape ps-16
 //! ```
 //!
@@ -22,7 +23,7 @@ use std::process::ExitCode;
 use shed_lab::grid::{self, Contender, Schedule};
 
 const USAGE: &str =
-    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--holdout] [--json] [--trace [--windows] | --goals]";
+    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--twice] [--holdout] [--json] [--trace [--windows] | --goals]";
 
 fn main() -> ExitCode {
     let mut seeds = 0..8;
@@ -52,6 +53,10 @@ fn main() -> ExitCode {
             }
             "--json" => {
                 json = true;
+                continue;
+            }
+            "--twice" => {
+                schedule.twice = true;
                 continue;
             }
             "--holdout" => {
@@ -166,12 +171,17 @@ fn main() -> ExitCode {
         seeds.clone(),
         schedule,
     );
-    let (slowed, recovered) = schedule.slowdown();
+    let slowdowns: Vec<String> = schedule
+        .slowdowns()
+        .iter()
+        .map(|(slowed, recovered)| format!("from {slowed} s to {recovered} s"))
+        .collect();
     let heading = format!(
-        "{grid_name}, worst and mean of seeds {}..{} ({} s from a cold start, 4x slowdown from {slowed} s to {recovered} s)",
+        "{grid_name}, worst and mean of seeds {}..{} ({} s from a cold start, 4x slowdown {})",
         seeds.start,
         seeds.end,
         schedule.seconds(),
+        slowdowns.join(" and "),
     );
     emit(json, &cells, &heading, || grid::table(&cells));
     ExitCode::SUCCESS
@@ -195,12 +205,18 @@ fn emit<T: serde::Serialize + ?Sized>(
     }
 }
 
-/// The goal table's note of a slowdown moved from the grid's 6 s.
+/// The goal table's note of a schedule other than the grid's one
+/// slowdown at 6 s.
 fn slowdown_note(schedule: Schedule) -> String {
-    if schedule == Schedule::default() {
-        String::new()
-    } else {
-        format!(" (slowdown from {} s)", schedule.slowdown_at)
+    let starts: Vec<String> = schedule
+        .slowdowns()
+        .iter()
+        .map(|(slowed, _)| format!("{slowed} s"))
+        .collect();
+    match starts.as_slice() {
+        _ if schedule == Schedule::default() => String::new(),
+        [one] => format!(" (slowdown from {one})"),
+        many => format!(" (slowdowns from {})", many.join(" and ")),
     }
 }
 

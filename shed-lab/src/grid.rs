@@ -7,7 +7,8 @@
 //! `fifo` or `ps`), a service time and its distribution, and clients that
 //! time out at a multiple of the service time and send no deadline. Each
 //! run is 16 s from a cold start; every call is four times slower from 6 s
-//! to 11 s. The table reports, per shape and load factor:
+//! to 11 s (and, with [`Schedule::twice`], again from 20 s to 25 s, in a
+//! run of 30 s). The table reports, per shape and load factor:
 //! - goodput: calls served in time over the best possible, over the
 //!   settled seconds (all but the first two after the start and after each
 //!   change), and the worst settled second from the third on;
@@ -127,34 +128,71 @@ pub const FACTORS: [f64; 2] = [0.8, 3.0];
 /// Seconds after the start and after each change that are not settled.
 const SETTLING: u64 = 2;
 
-/// When a run's slowdown comes: every call gets four times slower for 5 s,
-/// and the run goes on for 5 s after it recovers.
+/// When a run's slowdowns come: every call gets four times slower for
+/// 5 s, and the run goes on for 5 s after it recovers.
 ///
 /// The grid's slowdown comes at 6 s. A limit that is still learning then
 /// can meet it by chance at a good moment or a bad one (the cold start of
 /// a 2-worker pool of 200 ms calls ends at about 6 s), so a change is
-/// better judged at a few moments (`grid --slowdown-at 5`).
+/// better judged at a few moments (`grid --slowdown-at 5`). With `twice`
+/// (`grid --twice`) a second slowdown like the first comes 14 s after it:
+/// by then the limit has left whatever startup the recovery began, and
+/// the second slowdown finds what the steady state made of it under the
+/// load (the 16 s run ends too soon for that).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Schedule {
     /// The second the slowdown begins.
     pub slowdown_at: u64,
+    /// A second slowdown, 14 s after the first.
+    pub twice: bool,
 }
 
 impl Default for Schedule {
     fn default() -> Self {
-        Self { slowdown_at: 6 }
+        Self {
+            slowdown_at: 6,
+            twice: false,
+        }
     }
 }
 
+/// Seconds from a slowdown to its recovery, and from a recovery to the
+/// end of the run or the next slowdown.
+const SLOWED_S: u64 = 5;
+/// Seconds from the first slowdown to the second (`Schedule::twice`).
+const SECOND_SLOWDOWN_AFTER: u64 = 14;
+
 impl Schedule {
-    /// The slowdown's first second and the recovery's.
+    /// The first slowdown's first second and the recovery's.
     pub fn slowdown(self) -> (u64, u64) {
-        (self.slowdown_at, self.slowdown_at + 5)
+        (self.slowdown_at, self.slowdown_at + SLOWED_S)
     }
 
-    /// Seconds of a run.
+    /// Every slowdown's first second and its recovery's, in order.
+    pub fn slowdowns(self) -> Vec<(u64, u64)> {
+        let (slowed, recovered) = self.slowdown();
+        let mut spans = vec![(slowed, recovered)];
+        if self.twice {
+            let again = slowed + SECOND_SLOWDOWN_AFTER;
+            spans.push((again, again + SLOWED_S));
+        }
+        spans
+    }
+
+    /// Seconds of a run: the last recovery and 5 s after it.
     pub fn seconds(self) -> u64 {
-        self.slowdown_at + 10
+        let (_, recovered) = *self.slowdowns().last().expect("one slowdown at least");
+        recovered + SLOWED_S
+    }
+
+    /// The seconds the service changes at: the start, and each slowdown
+    /// and recovery.
+    fn changes(self) -> Vec<u64> {
+        let mut changes = vec![0];
+        for (slowed, recovered) in self.slowdowns() {
+            changes.extend([slowed, recovered]);
+        }
+        changes
     }
 }
 
@@ -214,7 +252,12 @@ impl Contender {
 /// `schedule` says.
 pub fn scenario(shape: &Shape, contender: Contender, seed: u64, schedule: Schedule) -> Scenario {
     let service = Duration::from_millis(shape.service_ms);
-    let (slowed, recovered) = schedule.slowdown();
+    let event = |second: u64, factor: f64| Event {
+        at: Dur(Duration::from_secs(second)),
+        service_factor: Some(factor),
+        rps: None,
+        class: None,
+    };
     let mut scenario = Scenario {
         name: shape.name(),
         seconds: schedule.seconds() as f64,
@@ -239,20 +282,11 @@ pub fn scenario(shape: &Shape, contender: Contender, seed: u64, schedule: Schedu
             retries: 0,
             retry: None,
         }],
-        events: vec![
-            Event {
-                at: Dur(Duration::from_secs(slowed)),
-                service_factor: Some(4.0),
-                rps: None,
-                class: None,
-            },
-            Event {
-                at: Dur(Duration::from_secs(recovered)),
-                service_factor: Some(1.0),
-                rps: None,
-                class: None,
-            },
-        ],
+        events: schedule
+            .slowdowns()
+            .into_iter()
+            .flat_map(|(slowed, recovered)| [event(slowed, 4.0), event(recovered, 1.0)])
+            .collect(),
         server: Some(ServerConfig {
             workers: shape.workers,
             model: shape.model,
@@ -350,7 +384,6 @@ struct Measures {
 
 /// The measures of one run.
 fn measure(report: &Report, schedule: Schedule) -> Measures {
-    let (slowed, recovered) = schedule.slowdown();
     let seconds = schedule.seconds();
     let ideal_at = |second: u64| {
         let s = second as f64;
@@ -360,7 +393,7 @@ fn measure(report: &Report, schedule: Schedule) -> Measures {
             .find(|p| p.start_s <= s && s < p.end_s)
             .map_or(0.0, |p| p.ideal_rps)
     };
-    let changes = [0, slowed, recovered];
+    let changes = schedule.changes();
     let settled = |second: u64| {
         changes
             .iter()
@@ -382,13 +415,15 @@ fn measure(report: &Report, schedule: Schedule) -> Measures {
         let got = report.timeline[second as usize].served_in_time as f64;
         (got, ideal_at(second))
     }));
-    let mut converged = [None; 3];
-    for (slot, phase) in converged.iter_mut().zip(&report.phases) {
-        *slot = phase.converged_after_s;
-    }
-    let slow = slowed..recovered + SETTLING;
+    let converged = converged_by_kind(report.phases.iter().map(|p| p.converged_after_s));
+    let slowed = |second: u64| {
+        schedule
+            .slowdowns()
+            .iter()
+            .any(|&(slowed, recovered)| (slowed..recovered + SETTLING).contains(&second))
+    };
     let (mut steady_served, mut steady_offered) = (0, 0);
-    for second in (0..seconds).filter(|&s| settled(s) && !slow.contains(&s)) {
+    for second in (0..seconds).filter(|&s| settled(s) && !slowed(s)) {
         let second = &report.timeline[second as usize];
         steady_served += second.served_in_time;
         steady_offered += second.offered;
@@ -404,10 +439,24 @@ fn measure(report: &Report, schedule: Schedule) -> Measures {
     }
 }
 
+/// Seconds to converge after the cold start, the slowdowns and the
+/// recoveries, from each phase's in order (the phases alternate after the
+/// cold start: a slowdown, a recovery, and again with
+/// [`Schedule::twice`]): the slowest of each kind, `None` (never) if any
+/// never did.
+pub fn converged_by_kind(phases: impl Iterator<Item = Option<f64>>) -> [Option<f64>; 3] {
+    let mut converged = [Some(0.0); 3];
+    for (i, phase) in phases.enumerate() {
+        let slot = &mut converged[if i == 0 { 0 } else { 2 - i % 2 }];
+        *slot = slot.zip(phase).map(|(a, b): (f64, f64)| a.max(b));
+    }
+    converged
+}
+
 /// The most seconds in a row, of `(served in time, best possible)` per
 /// second, that served under [`DARK`] of the best possible (a second
 /// with nothing possible is not dark, and ends a stretch).
-fn longest_dark_stretch(seconds: impl Iterator<Item = (f64, f64)>) -> u64 {
+pub fn longest_dark_stretch(seconds: impl Iterator<Item = (f64, f64)>) -> u64 {
     let (mut dark, mut longest) = (0, 0);
     for (got, best) in seconds {
         dark = if best > 0.0 && got < DARK * best {
@@ -744,36 +793,4 @@ pub fn table(cells: &[Cell]) -> String {
         );
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::longest_dark_stretch;
-
-    #[test]
-    fn a_dark_stretch_is_seconds_in_a_row_under_a_tenth_of_the_best_possible() {
-        let stretch = |seconds: &[(f64, f64)]| longest_dark_stretch(seconds.iter().copied());
-        // Scattered dark seconds are stretches of one.
-        assert_eq!(
-            stretch(&[(0.0, 100.0), (50.0, 100.0), (9.0, 100.0), (95.0, 100.0)]),
-            1
-        );
-        // The longest of two stretches; a tenth exactly is not dark.
-        assert_eq!(
-            stretch(&[
-                (0.0, 100.0),
-                (0.0, 100.0),
-                (10.0, 100.0),
-                (1.0, 100.0),
-                (2.0, 100.0),
-                (3.0, 100.0),
-            ]),
-            3
-        );
-        assert_eq!(
-            stretch(&[(0.0, 100.0), (0.0, 0.0), (0.0, 100.0)]),
-            1,
-            "nothing possible: not dark"
-        );
-    }
 }

@@ -287,7 +287,10 @@ fn a_slowdown_during_a_small_pools_startup_is_seen_within_a_round_of_its_calls()
         std::slice::from_ref(grid_shape("ps-2x200ms-const-5x")),
         &[grid::Contender::Defaults],
         0..16,
-        grid::Schedule { slowdown_at: 5 },
+        grid::Schedule {
+            slowdown_at: 5,
+            ..grid::Schedule::default()
+        },
     );
     let overloaded = counts.iter().find(|c| c.factor > 1.0).unwrap();
     assert!(overloaded.converged >= 6, "{overloaded:?}");

@@ -137,17 +137,25 @@ fn goal_counts_tally_each_seed_against_the_goals_where_they_apply() {
 
 /// `--slowdown-at`: the slowdown, the recovery and the run's end move
 /// together, and the settled seconds with them.
+/// A scenario's changes of speed: the second each comes at, and the
+/// factor of the service time from then on.
+fn service_changes(s: &shed_lab::Scenario) -> Vec<(u64, Option<f64>)> {
+    s.events
+        .iter()
+        .map(|e| (e.at.0.as_secs(), e.service_factor))
+        .collect()
+}
+
 #[test]
 fn a_slowdown_moved_later_moves_the_recovery_and_the_runs_end_with_it() {
     let shape = &SHAPES[6];
-    let later = Schedule { slowdown_at: 7 };
+    let later = Schedule {
+        slowdown_at: 7,
+        ..Schedule::default()
+    };
     let s = scenario(shape, Contender::Informed, 0, later);
     assert_eq!(s.seconds, 17.0);
-    let at: Vec<(u64, Option<f64>)> = s
-        .events
-        .iter()
-        .map(|e| (e.at.0.as_secs(), e.service_factor))
-        .collect();
+    let at = service_changes(&s);
     assert_eq!(at, [(7, Some(4.0)), (12, Some(1.0))]);
     // `shed informed` below capacity: nothing throttled outside the
     // slowdown, wherever it falls, and its worst second is the slowed one.
@@ -161,8 +169,35 @@ fn a_slowdown_moved_later_moves_the_recovery_and_the_runs_end_with_it() {
     }
 }
 
+#[test]
+fn twice_slows_the_service_again_14_s_after_the_first_slowdown() {
+    let shape = &SHAPES[6];
+    let twice = Schedule {
+        twice: true,
+        ..Schedule::default()
+    };
+    assert_eq!(twice.slowdowns(), [(6, 11), (20, 25)]);
+    let s = scenario(shape, Contender::Informed, 0, twice);
+    assert_eq!(s.seconds, 30.0);
+    let at = service_changes(&s);
+    assert_eq!(
+        at,
+        [
+            (6, Some(4.0)),
+            (11, Some(1.0)),
+            (20, Some(4.0)),
+            (25, Some(1.0))
+        ]
+    );
+    // `shed informed` below capacity: nothing throttled outside either
+    // slowdown, and back within every change.
+    let cell = run_cell(shape, 0.8, Contender::Informed, 0..1, twice);
+    assert!(cell.steady_pct.unwrap() >= 99.0, "{cell:?}");
+    assert!(cell.converged_s.iter().all(|c| c.is_some()), "{cell:?}");
+}
+
 /// A cell's dark stretch: seconds in a row serving under a tenth of the
-/// best possible (the count itself is tested beside it, in the crate).
+/// best possible (the count itself is tested below).
 #[test]
 fn reject_when_full_goes_dark_for_seconds_where_the_defaults_never_do() {
     // fifo-16x10ms at 3x: tower's 256 slots queue every call past its
@@ -172,4 +207,46 @@ fn reject_when_full_goes_dark_for_seconds_where_the_defaults_never_do() {
     assert!(tower.dark_s >= 10, "{tower:?}");
     let defaults = run_cell(shape, 3.0, Contender::Defaults, 0..1, Schedule::default());
     assert_eq!(defaults.dark_s, 0, "{defaults:?}");
+}
+
+#[test]
+fn convergence_is_the_slowest_of_each_kind_of_change() {
+    // Cold start, slowdown, recovery, slowdown, recovery.
+    let phases = [Some(1.5), Some(0.5), Some(1.0), Some(2.5), Some(0.5)];
+    assert_eq!(
+        converged_by_kind(phases.into_iter()),
+        [Some(1.5), Some(2.5), Some(1.0)]
+    );
+    let never = [Some(1.5), Some(0.5), Some(1.0), Some(0.5), None];
+    assert_eq!(
+        converged_by_kind(never.into_iter()),
+        [Some(1.5), Some(0.5), None]
+    );
+}
+
+#[test]
+fn a_dark_stretch_is_seconds_in_a_row_under_a_tenth_of_the_best_possible() {
+    let stretch = |seconds: &[(f64, f64)]| longest_dark_stretch(seconds.iter().copied());
+    // Scattered dark seconds are stretches of one.
+    assert_eq!(
+        stretch(&[(0.0, 100.0), (50.0, 100.0), (9.0, 100.0), (95.0, 100.0)]),
+        1
+    );
+    // The longest of two stretches; a tenth exactly is not dark.
+    assert_eq!(
+        stretch(&[
+            (0.0, 100.0),
+            (0.0, 100.0),
+            (10.0, 100.0),
+            (1.0, 100.0),
+            (2.0, 100.0),
+            (3.0, 100.0),
+        ]),
+        3
+    );
+    assert_eq!(
+        stretch(&[(0.0, 100.0), (0.0, 0.0), (0.0, 100.0)]),
+        1,
+        "nothing possible: not dark"
+    );
 }
