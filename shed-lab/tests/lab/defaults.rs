@@ -313,3 +313,69 @@ fn below_capacity_a_pool_of_slow_calls_is_not_refused_while_its_first_window_fil
         assert!(cell.steady_mean_pct >= Some(95.0), "{name}: {cell:?}");
     }
 }
+
+#[test]
+fn a_second_slowdown_below_capacity_finds_the_limit_brought_back_to_the_pool() {
+    // 1,000 fifo workers of 200 ms (exponential) at 0.8x, every call four
+    // times slower from 6 s to 11 s and again from 20 s to 25 s. The
+    // startup restarted by the recovery doubled on the backlog the
+    // slowdown left (its windows of 2.5 s, four round trips of the slowed
+    // no-load latency, took the recovery for the throughput following the
+    // limit), up to 4,479 slots; once the backlog drained no window bound,
+    // and a startup whose windows do not bind never ended: the limit and
+    // the no-load latency (542 ms for calls of 200) stayed, the second
+    // slowdown queued four slowed calls a worker, past every client's 2 s,
+    // and its seconds served 164, 0, 0 and 135 calls in time where the
+    // first served 499, 1,211, 1,118 and 1,352. Now that startup ends, an
+    // unfilled limit comes down to a quarter above the calls in flight
+    // (1,053 slots), and a window of calls that waited for no slot
+    // unlearns the slowed no-load latency at once: 311, 1,151, 1,174 and
+    // 1,104 (the first second after the change still pays for the
+    // windows that read it).
+    let scenario = Scenario::from_toml(
+        r#"
+        name = "slowed-twice"
+        seconds = 30
+        seed = 0
+        [server]
+        workers = 1000
+        model = "fifo"
+        [[traffic]]
+        rps = 4000
+        service = "200ms"
+        service_dist = "exp"
+        timeout = "2s"
+        [[event]]
+        at = "6s"
+        service_factor = 4.0
+        [[event]]
+        at = "11s"
+        service_factor = 1.0
+        [[event]]
+        at = "20s"
+        service_factor = 4.0
+        [[event]]
+        at = "25s"
+        service_factor = 1.0
+        "#,
+        "slowed-twice.toml",
+    )
+    .unwrap();
+    let shed = run(&scenario, PolicyKind::Shed, 1.0);
+    let served = |seconds: std::ops::Range<usize>| -> u64 {
+        shed.timeline[seconds]
+            .iter()
+            .map(|s| s.served_in_time)
+            .sum()
+    };
+    let limits: Vec<u32> = shed.timeline.iter().filter_map(|s| s.limit).collect();
+    let (first, second) = (served(7..11), served(21..25));
+    assert!(
+        100 * second >= 85 * first,
+        "the second slowdown served {second} in time, the first {first}: {limits:?}"
+    );
+    assert!(
+        limits[19] <= 1_300,
+        "the limit before the second slowdown, for 1,000 workers: {limits:?}"
+    );
+}

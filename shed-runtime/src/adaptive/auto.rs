@@ -48,6 +48,9 @@ const ONE_LENGTH: f64 = 0.8;
 const QUEUED_CALLS: f64 = 0.5;
 /// The fewest measured calls a window needs, once the limit allows them.
 const MIN_SAMPLES: u64 = 32;
+/// After the startup, a limit a window did not fill comes down to this
+/// many times the most calls in flight in it (see `Auto::unfilled`).
+const UNFILLED_ROOM: f64 = 1.25;
 /// Seconds of windows of calls of one length between their probes (see
 /// `Auto::probe_limit`): BBR refreshes its lowest round trip as often.
 const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
@@ -105,6 +108,12 @@ const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 ///   slowdown queue calls past their clients, as a TCP sender's unused
 ///   window would burst (RFC 7661). A window at that limit or below then
 ///   grows the limit only if its slots keep the rising windows' rate.
+///   After the startup (and to end a restarted one, whose windows would
+///   otherwise never end it) an unfilled limit comes down to a quarter
+///   above the most calls in flight, never below the product with its
+///   headroom; and such a window of 32 calls or more whose latency is
+///   below the no-load one by more than its noise sets it at once (a
+///   slowdown's scaled latency is stale once the service recovered).
 /// - **Steady.** A window whose latency is past `tolerance` times the
 ///   lowest recent one shrinks the limit to `headroom` times the
 ///   bandwidth-delay product (at most by half; until a window of 32 calls
@@ -404,6 +413,35 @@ impl Auto {
         }
     }
 
+    /// The limit after window `w`, in which no call waited for a slot
+    /// (its calls' mean latency `latency`, of about `one_length` or not):
+    /// like a TCP sender's window its application leaves unused (RFC
+    /// 7661), a quarter above the most calls in flight in it (twice that
+    /// left 1,684 slots for 1,000 workers at 0.8 load, and a slowdown then
+    /// queued 684 slowed calls inside the service), but never below what
+    /// the service was measured to sustain (the product with its
+    /// headroom, which a burst after a quiet spell needs at once) nor
+    /// above the limit. The product takes the window's latency if lower
+    /// than the no-load one: calls that did not wait for a slot below
+    /// capacity barely queue inside the service, and a no-load latency
+    /// learned in a slowdown and not yet unlearned (542 ms for 1,000
+    /// workers of 200 ms) held the limit at twice the pool.
+    fn unfilled(&self, w: &Window, latency: f64, one_length: bool) -> f64 {
+        let rate = self
+            .bound_rates
+            .max()
+            .or(self.rates.max())
+            .or(self.any_rates.max());
+        let no_load = self.no_load.map(|d| d.min(latency));
+        let product = rate
+            .zip(no_load)
+            .map_or(2.0, |(rate, d)| self.headroom_for(one_length) * rate * d);
+        (UNFILLED_ROOM * w.max_in_flight as f64)
+            .max(product)
+            .max(2.0)
+            .min(w.limit)
+    }
+
     /// Moves the no-load latency `weight` of the way to `latency`.
     fn learn_no_load(&mut self, latency: f64, weight: f64) {
         self.no_load = Some(match self.no_load {
@@ -552,13 +590,19 @@ impl Auto {
         if !idle_before {
             self.any_rates.push(rate);
         }
-        // The no-load latency only comes down here, a little at a time,
-        // and only for a mean below it by more than its noise (two
-        // standard errors of calls of exponential length; calls of one
-        // length read their mean exactly): the lowest of
-        // a stream of noisy means read 1 ms calls as 0.7 ms, whose product
-        // then held 4 workers at 0.8 load behind 2.9 slots. It goes up
-        // only when it is shown to be stale (the stale probe: see
+        // The no-load latency only comes down here, and only for a mean
+        // below it by more than its noise (two standard errors of calls
+        // of exponential length; calls of one length read their mean
+        // exactly): the lowest of a stream of noisy means read 1 ms calls
+        // as 0.7 ms, whose product then held 4 workers at 0.8 load behind
+        // 2.9 slots. A little at a time, but at once from a window of
+        // `MIN_SAMPLES` calls in which none waited for a slot: below
+        // capacity they barely queue inside the service, and the slowed
+        // latency a slowdown scaled it to is stale. Unlearned a third at a
+        // time, 1,000 workers of 200 ms kept 310 ms five windows after
+        // their recovery, a second slowdown scaled that to 1,102 ms for
+        // calls of 800, and its queue inside the service read as none. It
+        // goes up only when it is shown to be stale (the stale probe: see
         // `steady_step` and `after_probe`).
         let noise = if self.calls_of_one_length() {
             0.0
@@ -566,7 +610,12 @@ impl Auto {
             2.0 * standard_error(w.completed)
         };
         if !self.startup && self.no_load.is_none_or(|d| latency < d * (1.0 - noise)) {
-            self.learn_no_load(latency, 0.3);
+            let weight = if !binds && w.finished >= MIN_SAMPLES {
+                1.0
+            } else {
+                0.3
+            };
+            self.learn_no_load(latency, weight);
         }
 
         if w.probe {

@@ -59,6 +59,20 @@ impl Auto {
             if !self.restarted && self.grows_fourfold(w.limit) {
                 return (UNFILLED * w.max_in_flight as f64).max(2.0).min(w.limit);
             }
+            // A restarted startup whose limit the load no longer fills
+            // has nothing more to find, and never ended: the one a
+            // recovery restarted for 1,000 workers of 200 ms at 0.8 load
+            // doubled on the backlog the slowdown left, to 4,479 slots,
+            // and held them, with the slowed no-load latency, once the
+            // backlog drained; the next slowdown queued four slowed calls
+            // a worker, past every client's 2 s (seconds of 0%). It ends
+            // here, and the steady state brings an unfilled limit down.
+            if self.restarted {
+                let one_length = self.no_load.is_some_and(|d| self.of_one_length(w, d));
+                return self
+                    .end_startup(w, false)
+                    .min(self.unfilled(w, latency, one_length));
+            }
             return w.limit;
         }
         if let Some((stalled_limit, stalled)) = self.second_look.take() {
@@ -122,6 +136,7 @@ impl Auto {
         if speed_changed {
             return self.end_startup(w, false);
         }
+
         // Below the service's concurrency every slot completes calls at
         // the same rate (one per service time), so the windows whose
         // throughput followed the limit are pooled, and a window is

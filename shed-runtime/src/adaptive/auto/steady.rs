@@ -333,6 +333,11 @@ impl Auto {
             }
             return w.limit * (1.0 + (self.growth - 1.0) / 4.0);
         }
-        w.limit
+        // A limit a load below capacity leaves unfilled keeps coming
+        // down with the product (see `Auto::unfilled`): a restarted
+        // startup that ended on a backlog's drain left one at 3.3 times
+        // the product for 1,000 workers, and the next slowdown queued
+        // its slowed calls past every client's timeout.
+        self.unfilled(w, latency, one_length)
     }
 }

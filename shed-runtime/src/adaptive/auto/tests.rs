@@ -426,12 +426,24 @@ fn a_recovery_that_shows_in_the_calls_latency_grows_at_once() {
 }
 
 #[test]
-fn an_unused_limit_does_not_move_and_a_binding_one_without_a_queue_grows() {
+fn an_unused_limit_comes_down_to_the_calls_in_flight_and_a_binding_one_without_a_queue_grows() {
+    // 100 calls of 10 ms in 100 ms with no call waiting for a slot: 10 in
+    // flight at most, a thousand calls a second. The limit of 50 comes
+    // down to what the load used, a quarter above (no lower than the
+    // product with its headroom, which a burst needs at once).
     let mut auto = Auto {
         startup: false,
         ..Auto::default()
     };
-    assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, false)), 50.0);
+    let unused = Window {
+        max_in_flight: 10,
+        ..window(10.0, 50.0, 100, false)
+    };
+    let product = auto.headroom * 1000.0 * 0.010;
+    let expected = (UNFILLED_ROOM * 10.0).max(product);
+    assert!((auto.next_limit(&unused) - expected).abs() < 1e-9);
+    assert!(expected < 15.0);
+    // A limit the load fills, with no queue inside the service, grows.
     assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, true)), 62.5);
 }
 
@@ -1089,13 +1101,41 @@ fn a_startup_whose_throughput_stops_following_while_no_caller_waits_goes_on() {
 #[test]
 fn the_no_load_latency_comes_down_only_for_a_mean_below_its_noise() {
     // 100 calls of exponential length read their mean within a tenth or
-    // so: 0.85 ms says nothing against 1 ms, 0.7 ms does.
+    // so: 0.85 ms says nothing against 1 ms, 0.7 ms does, a third of the
+    // way while calls wait for slots (a queue may hide behind the limit).
     let mut auto = steady(0.001, 3200.0, 3200.0);
-    auto.next_limit(&window(0.85, 12.0, 100, false));
+    auto.next_limit(&window(0.85, 12.0, 100, true));
     assert_eq!(auto.no_load_latency(), Some(Duration::from_millis(1)));
-    auto.next_limit(&window(0.7, 12.0, 100, false));
+    // (That window, with no queue, restarted the startup: a fresh one.)
+    let mut auto = steady(0.001, 3200.0, 3200.0);
+    auto.next_limit(&window(0.7, 12.0, 100, true));
     let no_load = auto.no_load_latency().unwrap().as_secs_f64();
     assert!((no_load - 0.00091).abs() < 1e-6, "{no_load}");
+}
+
+#[test]
+fn a_window_in_which_no_call_waited_unlearns_a_stale_no_load_latency_at_once() {
+    // 1,000 workers of 200 ms at 0.8 load after a slowdown that scaled
+    // the no-load latency to 542 ms: a window of calls that waited for
+    // no slot, at 184.5 ms, shows it at once (a third of the way at a
+    // time kept 310 ms five windows on, which a second slowdown scaled
+    // past its calls' own latency). Within its noise, it says nothing.
+    let unfilled = |latency_ms: f64, limit: f64| Window {
+        max_in_flight: 842,
+        elapsed: Duration::from_millis(1100),
+        ..window(latency_ms, limit, 4400, false)
+    };
+    let mut auto = steady(0.542, 4000.0, 4000.0);
+    auto.next_limit(&unfilled(184.5, 1684.0));
+    assert_eq!(
+        auto.no_load_latency(),
+        Some(Duration::from_secs_f64(0.1845))
+    );
+    auto.next_limit(&unfilled(182.0, 1053.0));
+    assert_eq!(
+        auto.no_load_latency(),
+        Some(Duration::from_secs_f64(0.1845))
+    );
 }
 
 #[test]
