@@ -454,7 +454,7 @@ pub fn converged_by_kind(phases: impl Iterator<Item = Option<f64>>) -> [Option<f
 }
 
 /// The most seconds in a row, of `(served in time, best possible)` per
-/// second, that served under [`DARK`] of the best possible (a second
+/// second, that served under a tenth of the best possible (a second
 /// with nothing possible is not dark, and ends a stretch).
 pub fn longest_dark_stretch(seconds: impl Iterator<Item = (f64, f64)>) -> u64 {
     let (mut dark, mut longest) = (0, 0);
