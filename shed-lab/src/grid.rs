@@ -416,9 +416,9 @@ fn measure(report: &Report, schedule: Schedule) -> Measures {
         (got, ideal_at(second))
     }));
     let converged = converged_by_kind(report.phases.iter().map(|p| p.converged_after_s));
+    let slowdowns = schedule.slowdowns();
     let slowed = |second: u64| {
-        schedule
-            .slowdowns()
+        slowdowns
             .iter()
             .any(|&(slowed, recovered)| (slowed..recovered + SETTLING).contains(&second))
     };

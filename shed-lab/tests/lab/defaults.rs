@@ -332,36 +332,13 @@ fn a_second_slowdown_below_capacity_finds_the_limit_brought_back_to_the_pool() {
     // unlearns the slowed no-load latency at once: 311, 1,151, 1,174 and
     // 1,104 (the first second after the change still pays for the
     // windows that read it).
-    let scenario = Scenario::from_toml(
-        r#"
-        name = "slowed-twice"
-        seconds = 30
-        seed = 0
-        [server]
-        workers = 1000
-        model = "fifo"
-        [[traffic]]
-        rps = 4000
-        service = "200ms"
-        service_dist = "exp"
-        timeout = "2s"
-        [[event]]
-        at = "6s"
-        service_factor = 4.0
-        [[event]]
-        at = "11s"
-        service_factor = 1.0
-        [[event]]
-        at = "20s"
-        service_factor = 4.0
-        [[event]]
-        at = "25s"
-        service_factor = 1.0
-        "#,
-        "slowed-twice.toml",
-    )
-    .unwrap();
-    let shed = run(&scenario, PolicyKind::Shed, 1.0);
+    let twice = grid::Schedule {
+        twice: true,
+        ..grid::Schedule::default()
+    };
+    let shape = grid_shape("fifo-1000x200ms-exp-10x");
+    let scenario = grid::scenario(shape, grid::Contender::Defaults, 0, twice);
+    let shed = run(&scenario, PolicyKind::Shed, 0.8);
     let served = |seconds: std::ops::Range<usize>| -> u64 {
         shed.timeline[seconds]
             .iter()

@@ -427,11 +427,7 @@ impl Auto {
     /// learned in a slowdown and not yet unlearned (542 ms for 1,000
     /// workers of 200 ms) held the limit at twice the pool.
     fn unfilled(&self, w: &Window, latency: f64, one_length: bool) -> f64 {
-        let rate = self
-            .bound_rates
-            .max()
-            .or(self.rates.max())
-            .or(self.any_rates.max());
+        let rate = self.highest_rate().or(self.any_rates.max());
         let no_load = self.no_load.map(|d| d.min(latency));
         let product = rate
             .zip(no_load)
@@ -440,6 +436,13 @@ impl Auto {
             .max(product)
             .max(2.0)
             .min(w.limit)
+    }
+
+    /// The highest recent throughput of a window in which the limit
+    /// bound, else of any window of `MIN_SAMPLES` calls: what the service
+    /// was last seen to sustain.
+    fn highest_rate(&self) -> Option<f64> {
+        self.bound_rates.max().or(self.rates.max())
     }
 
     /// Moves the no-load latency `weight` of the way to `latency`.
@@ -660,7 +663,7 @@ impl Auto {
         let usual_rate = self
             .binding_rate
             .get()
-            .or_else(|| self.bound_rates.max().or(self.rates.max()))
+            .or_else(|| self.highest_rate())
             .filter(|_| r.rate_binds && !self.startup);
         if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
             self.binding_rate.add(rate);

@@ -136,7 +136,6 @@ impl Auto {
         if speed_changed {
             return self.end_startup(w, false);
         }
-
         // Below the service's concurrency every slot completes calls at
         // the same rate (one per service time), so the windows whose
         // throughput followed the limit are pooled, and a window is
