@@ -356,3 +356,36 @@ fn a_second_slowdown_below_capacity_finds_the_limit_brought_back_to_the_pool() {
         "the limit before the second slowdown, for 1,000 workers: {limits:?}"
     );
 }
+
+#[test]
+fn a_slowdown_under_a_load_below_capacity_keeps_the_slowed_pool_busy() {
+    // 1,000 fifo workers of 200 ms (exponential) at 0.8x, seed 2, every
+    // call four times slower from 6 s to 11 s. The limit had not bound
+    // since the cold start, and the slowdown's fall in throughput was
+    // judged against the cold start's binding windows alone: 2,493 calls
+    // a second at 512 slots, where the load was 4,000. The slowed no-load
+    // latency was scaled 1.8 times for a 4x slowdown, the slowed calls
+    // read as a queue, and the limit fell to 447 slots: seconds 8 to 10
+    // served 380, 493 and 494 calls in time of the slowed pool's 1,250.
+    // Judged against the highest recent rate of any window (the load's),
+    // the limit stays at the pool: 1,144, 1,167 and 1,222.
+    let shape = grid_shape("fifo-1000x200ms-exp-10x");
+    let scenario = grid::scenario(
+        shape,
+        grid::Contender::Defaults,
+        2,
+        grid::Schedule::default(),
+    );
+    let shed = run(&scenario, PolicyKind::Shed, 0.8);
+    let slowed = &shed.timeline[8..11];
+    let served: u64 = slowed.iter().map(|s| s.served_in_time).sum();
+    let limits: Vec<u32> = shed.timeline.iter().filter_map(|s| s.limit).collect();
+    assert!(
+        served >= 3_000,
+        "seconds 8 to 10 of the slowdown served {served} in time of 3,750: {limits:?}"
+    );
+    assert!(
+        slowed.iter().all(|s| s.limit >= Some(900)),
+        "the limit in the slowdown, for 1,000 slowed workers: {limits:?}"
+    );
+}

@@ -125,7 +125,8 @@ const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 /// - **Slowdown.** Two windows in a row with latency up and the throughput
 ///   below 0.6 of the usual (the smoothed throughput of binding windows,
 ///   or before any since the startup, the highest recent one of a window
-///   in which the limit bound) at the same
+///   of 32 calls or more; for calls of one length, of one in which the
+///   limit bound) at the same
 ///   limit are every call getting slower, not a queue (which keeps the
 ///   throughput): the limit stays (a pool of workers needs as many calls
 ///   in flight as before), and the no-load latency is scaled by the
@@ -445,6 +446,32 @@ impl Auto {
         self.bound_rates.max().or(self.rates.max())
     }
 
+    /// The highest throughput of the recent windows of `MIN_SAMPLES`
+    /// calls, binding or not: what a slowdown is judged against before
+    /// any binding window since the startup. Below capacity the windows
+    /// that did not bind show the load's rate, which the service
+    /// sustained, and the cold start's binding windows the rates of lower
+    /// limits: judged against those alone (2,493 calls a second at 512
+    /// slots, under a load of 4,000), a 4x slowdown of 1,000 workers of
+    /// 200 ms was scaled 1.8 times, its slowed calls read as a queue, and
+    /// the limit fell to 447 slots (30-40% of the slowed pool for four
+    /// seconds). Calls of one length take the binding windows' alone, if
+    /// any are recent: one that did not bind and closed just after a
+    /// batch of their completions read 1,828 calls a second from a pool
+    /// of 1,280, which scaled the slowed no-load latency to 286 ms for
+    /// calls of 200, and the limit grew into a queue past the clients'
+    /// 250 ms (`fifo-64x50ms-const` at 0.8x, 15.6% of the slowed pool for
+    /// a second).
+    fn highest_recent_rate(&self) -> Option<f64> {
+        if self.calls_of_one_length() {
+            return self.highest_rate();
+        }
+        match (self.rates.max(), self.bound_rates.max()) {
+            (Some(any), Some(bound)) => Some(any.max(bound)),
+            (any, bound) => any.or(bound),
+        }
+    }
+
     /// Moves the no-load latency `weight` of the way to `latency`.
     fn learn_no_load(&mut self, latency: f64, weight: f64) {
         self.no_load = Some(match self.no_load {
@@ -648,22 +675,16 @@ impl Auto {
             latency > self.tolerance * no_load
         };
         // The usual throughput before this window; before any binding
-        // window since the startup, the highest recent one. Under a load
-        // below capacity the limit had not bound since the cold start,
-        // and a slowdown of every call that made it bind read as a queue:
-        // 64 workers of 50 ms slowed to 200 ms lost their limit to 12
-        // slots, and three quarters of the slowed pool stood idle. Of
-        // the windows in which the limit bound, if any are recent: one
-        // that did not bind and closed just after a batch of completions
-        // of calls of one length read 1,828 calls a second from a pool
-        // of 1,280, which scaled the slowed no-load latency to 286 ms for
-        // calls of 200, and the limit grew into a queue past the
-        // clients' 250 ms (`fifo-64x50ms-const` at 0.8x, 15.6% of the
-        // slowed pool for a second).
+        // window since the startup, the highest recent one (see
+        // `Auto::highest_recent_rate`). Under a load below capacity the
+        // limit had not bound since the cold start, and a slowdown of
+        // every call that made it bind read as a queue: 64 workers of 50
+        // ms slowed to 200 ms lost their limit to 12 slots, and three
+        // quarters of the slowed pool stood idle.
         let usual_rate = self
             .binding_rate
             .get()
-            .or_else(|| self.highest_rate())
+            .or_else(|| self.highest_recent_rate())
             .filter(|_| r.rate_binds && !self.startup);
         if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
             self.binding_rate.add(rate);
