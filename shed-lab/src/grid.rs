@@ -163,15 +163,10 @@ const SLOWED_S: u64 = 5;
 const SECOND_SLOWDOWN_AFTER: u64 = 14;
 
 impl Schedule {
-    /// The first slowdown's first second and the recovery's.
-    pub fn slowdown(self) -> (u64, u64) {
-        (self.slowdown_at, self.slowdown_at + SLOWED_S)
-    }
-
     /// Every slowdown's first second and its recovery's, in order.
     pub fn slowdowns(self) -> Vec<(u64, u64)> {
-        let (slowed, recovered) = self.slowdown();
-        let mut spans = vec![(slowed, recovered)];
+        let slowed = self.slowdown_at;
+        let mut spans = vec![(slowed, slowed + SLOWED_S)];
         if self.twice {
             let again = slowed + SECOND_SLOWDOWN_AFTER;
             spans.push((again, again + SLOWED_S));

@@ -329,8 +329,8 @@ fn a_second_slowdown_below_capacity_finds_the_limit_brought_back_to_the_pool() {
     // first served 499, 1,211, 1,118 and 1,352. Now that startup ends, an
     // unfilled limit comes down to a quarter above the calls in flight
     // (1,053 slots), and a window of calls that waited for no slot
-    // unlearns the slowed no-load latency at once: 311, 1,151, 1,174 and
-    // 1,104 (the first second after the change still pays for the
+    // unlearns the slowed no-load latency at once: 311, 1,151, 1,355 and
+    // 1,010 (the first second after the change still pays for the
     // windows that read it).
     let twice = grid::Schedule {
         twice: true,

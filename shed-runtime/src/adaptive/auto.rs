@@ -23,7 +23,7 @@ use std::time::Duration;
 use super::{Driver, LimitAlgorithm, Window};
 pub(crate) use control::AutoControl;
 pub use control::AutoSettings;
-use stats::{queued_calls, standard_error, BindingRate, Filter, Pool};
+use stats::{queued_calls, standard_error, unfilled_limit, BindingRate, Filter, Pool};
 
 /// A throughput below this share of the usual one, with latency up, is a
 /// slowdown of every call rather than a queue.
@@ -432,11 +432,8 @@ impl Auto {
         let no_load = self.no_load.map(|d| d.min(latency));
         let product = rate
             .zip(no_load)
-            .map_or(2.0, |(rate, d)| self.headroom_for(one_length) * rate * d);
-        (UNFILLED_ROOM * w.max_in_flight as f64)
-            .max(product)
-            .max(2.0)
-            .min(w.limit)
+            .map_or(0.0, |(rate, d)| self.headroom_for(one_length) * rate * d);
+        unfilled_limit(w, UNFILLED_ROOM, product)
     }
 
     /// The highest recent throughput of a window in which the limit
@@ -466,10 +463,11 @@ impl Auto {
         if self.calls_of_one_length() {
             return self.highest_rate();
         }
-        match (self.rates.max(), self.bound_rates.max()) {
-            (Some(any), Some(bound)) => Some(any.max(bound)),
-            (any, bound) => any.or(bound),
-        }
+        self.rates
+            .max()
+            .into_iter()
+            .chain(self.bound_rates.max())
+            .reduce(f64::max)
     }
 
     /// Moves the no-load latency `weight` of the way to `latency`.

@@ -2,7 +2,9 @@
 //! and end at the bandwidth-delay product once it stops (see
 //! [`Auto`]'s docs for the rules, and why each).
 
-use super::stats::{holds_one_length, queued_calls, ran_without_queue, standard_error, Pool};
+use super::stats::{
+    holds_one_length, queued_calls, ran_without_queue, standard_error, unfilled_limit, Pool,
+};
 use super::{Auto, Reading, Window, MIN_SAMPLES, QUEUED_CALLS};
 
 /// A startup window's mean latency over the no-load one that shows calls
@@ -57,7 +59,7 @@ impl Auto {
             // application leaves unused (RFC 7661), the limit comes down
             // to twice the most calls in flight.
             if !self.restarted && self.grows_fourfold(w.limit) {
-                return (UNFILLED * w.max_in_flight as f64).max(2.0).min(w.limit);
+                return unfilled_limit(w, UNFILLED, 0.0);
             }
             // A restarted startup whose limit the load no longer fills
             // has nothing more to find, and never ended: the one a
@@ -68,10 +70,9 @@ impl Auto {
             // a worker, past every client's 2 s (seconds of 0%). It ends
             // here, and the steady state brings an unfilled limit down.
             if self.restarted {
-                let one_length = self.no_load.is_some_and(|d| self.of_one_length(w, d));
                 return self
                     .end_startup(w, false)
-                    .min(self.unfilled(w, latency, one_length));
+                    .min(self.unfilled(w, latency, r.one_length));
             }
             return w.limit;
         }

@@ -441,8 +441,12 @@ fn an_unused_limit_comes_down_to_the_calls_in_flight_and_a_binding_one_without_a
     };
     let product = auto.headroom * 1000.0 * 0.010;
     let expected = (UNFILLED_ROOM * 10.0).max(product);
-    assert!((auto.next_limit(&unused) - expected).abs() < 1e-9);
-    assert!(expected < 15.0);
+    let limit = auto.next_limit(&unused);
+    assert!(
+        (limit - expected).abs() < 1e-9,
+        "{limit} against {expected}"
+    );
+    assert!(limit < 15.0, "the limit of 50 came down to {limit}");
     // A limit the load fills, with no queue inside the service, grows.
     assert_eq!(auto.next_limit(&window(10.0, 50.0, 100, true)), 62.5);
 }
