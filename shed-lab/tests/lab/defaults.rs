@@ -314,6 +314,18 @@ fn below_capacity_a_pool_of_slow_calls_is_not_refused_while_its_first_window_fil
     }
 }
 
+/// The library's defaults on the shape named `name` at `factor` times its
+/// capacity, seed `seed`, with the grid's `--twice` schedule: every call
+/// four times slower from 6 s to 11 s and again from 20 s to 25 s.
+fn run_twice(name: &str, seed: u64, factor: f64) -> shed_lab::Report {
+    let twice = grid::Schedule {
+        twice: true,
+        ..grid::Schedule::default()
+    };
+    let scenario = grid::scenario(grid_shape(name), grid::Contender::Defaults, seed, twice);
+    run(&scenario, PolicyKind::Shed, factor)
+}
+
 #[test]
 fn a_second_slowdown_below_capacity_finds_the_limit_brought_back_to_the_pool() {
     // 1,000 fifo workers of 200 ms (exponential) at 0.8x, every call four
@@ -332,13 +344,7 @@ fn a_second_slowdown_below_capacity_finds_the_limit_brought_back_to_the_pool() {
     // unlearns the slowed no-load latency at once: 311, 1,151, 1,355 and
     // 1,010 (the first second after the change still pays for the
     // windows that read it).
-    let twice = grid::Schedule {
-        twice: true,
-        ..grid::Schedule::default()
-    };
-    let shape = grid_shape("fifo-1000x200ms-exp-10x");
-    let scenario = grid::scenario(shape, grid::Contender::Defaults, 0, twice);
-    let shed = run(&scenario, PolicyKind::Shed, 0.8);
+    let shed = run_twice("fifo-1000x200ms-exp-10x", 0, 0.8);
     let served = |seconds: std::ops::Range<usize>| -> u64 {
         shed.timeline[seconds]
             .iter()
@@ -387,5 +393,32 @@ fn a_slowdown_under_a_load_below_capacity_keeps_the_slowed_pool_busy() {
     assert!(
         slowed.iter().all(|s| s.limit >= Some(900)),
         "the limit in the slowdown, for 1,000 slowed workers: {limits:?}"
+    );
+}
+
+#[test]
+fn a_recovered_pool_of_calls_of_one_length_meets_its_second_slowdown_at_its_workers() {
+    // 400 ps workers of 100 ms (constant) at 3x, every call four times
+    // slower from 6 s to 11 s and again from 20 s to 25 s. The first
+    // slowdown scaled the no-load latency to 415 ms; after the recovery
+    // it came down a third of the way a window, and not at all in the
+    // startup the recovery restarted, so calls of 132-198 ms read as no
+    // queue and the limit grew to 1,184 slots. The second slowdown met
+    // 1,053: every slowed call took a second, for clients of 500 ms, and
+    // its five seconds served none in time. A window of calls of one
+    // length below the no-load latency now sets it at once: 395 slots
+    // before the second slowdown, whose seconds serve 815-1,260 calls in
+    // time of the slowed pool's 1,000.
+    let shed = run_twice("ps-400x100ms-const-5x", 0, 3.0);
+    let limits: Vec<u32> = shed.timeline.iter().filter_map(|s| s.limit).collect();
+    let second = &shed.timeline[20..25];
+    assert!(
+        second.iter().all(|s| s.served_in_time >= 700),
+        "the second slowdown's seconds: {:?}, limits {limits:?}",
+        second.iter().map(|s| s.served_in_time).collect::<Vec<_>>()
+    );
+    assert!(
+        limits[19] <= 600,
+        "the limit before the second slowdown, for 400 workers: {limits:?}"
     );
 }

@@ -532,6 +532,34 @@ fn calls_of_one_length_whose_no_load_latency_was_learned_high_find_it_again() {
 }
 
 #[test]
+fn calls_of_one_length_faster_than_their_no_load_latency_set_it_at_once() {
+    // 400 ps workers of 100 ms kept a no-load latency of 264-335 ms,
+    // learned in a slowdown, for eight seconds after their recovery: it
+    // came down a third of the way a window, their calls of 132-198 ms
+    // read as no queue, and the limit grew to 1,184 slots. A window of
+    // calls of one length (its shortest near its mean) reads their
+    // latency exactly, and a queue only adds to it.
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 200, |l| pool_of_one_length(16.0, l));
+    assert!(auto.calls_of_one_length());
+    auto.no_load = Some(0.060);
+    auto.next_limit(&pool_of_one_length(16.0, 16.0));
+    assert_eq!(no_load_ms(&auto), 20.0);
+
+    // A window with a call far shorter than its mean (a cache hit) reads
+    // the others no better than before: a third of the way, as for calls
+    // of varying length.
+    auto.no_load = Some(0.060);
+    let with_a_cache_hit = Window {
+        min_latency: Duration::from_millis(1),
+        ..one_length_at(24.0, 16.0, 16.0)
+    };
+    auto.next_limit(&with_a_cache_hit);
+    let no_load = no_load_ms(&auto);
+    assert!((49.0..49.5).contains(&no_load), "{no_load}");
+}
+
+#[test]
 fn calls_of_one_length_held_at_the_pool_still_find_more_workers() {
     // Held at the product, the limit rises less and less often; the pool
     // doubling must still be found.
