@@ -200,7 +200,8 @@ const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 /// for five windows in a row, without the throughput's fall, is probed:
 /// if fewer slots admit as many calls a second, it was a queue (the lower
 /// limit stays); if they admit fewer, by more than the window's noise, it
-/// is the service's own, and becomes the no-load latency.
+/// is the service's own, and becomes the no-load latency. Either way, or
+/// if it showed neither, the count of five starts over.
 #[derive(Debug, Clone)]
 pub struct Auto {
     /// Growth per window (one round trip) during startup (default 2).

@@ -74,6 +74,14 @@ impl Auto {
             // no-load latency was measured too low, or every call got
             // slower).
             self.no_load = Some(self.stale_latency.min(latency));
+        }
+        // A stale probe that showed neither starts the count over: left
+        // at five, the next window of the queue asked for another, and
+        // 48 ps workers of 50 ms, whose one call past the pool at 48.8
+        // slots read as a queue that the product (49 slots) cannot
+        // shrink, ran every other window at three quarters of the limit
+        // (93.3% of their capacity at 3x instead of 97.2%).
+        if stale {
             self.stale = 0;
             self.stale_latency = f64::INFINITY;
         }

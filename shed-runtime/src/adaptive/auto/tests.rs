@@ -346,6 +346,33 @@ fn a_queue_that_outlasts_the_shrink_is_probed_before_its_latency_is_learned() {
     }
 }
 
+#[test]
+fn a_stale_probe_that_shows_neither_starts_the_count_over() {
+    // A queue that the shrink to the product does not reach (here 16 ms
+    // against 10, at 19.2 slots, the product with its headroom): after
+    // five such windows a probe at three quarters of the limit. It served
+    // neither as many calls a second nor fewer beyond its noise, so it
+    // told nothing; left at five windows, the count asked for the next
+    // probe at once, and a pool of 48 workers ran every other window at
+    // three quarters of its limit.
+    let mut auto = steady(0.010, 1600.0, 1600.0);
+    let queue = || window(16.0, 19.2, 160, true);
+    let mut probed_at = Vec::new();
+    for i in 0..12 {
+        if let Some(limit) = auto.probe_limit(19.2) {
+            probed_at.push(i);
+            let neither = Window {
+                probe: true,
+                ..window(12.0, limit, 150, true)
+            };
+            assert_eq!(auto.next_limit(&neither), 19.2, "back to the limit");
+        } else {
+            assert_eq!(auto.next_limit(&queue()), 19.2);
+        }
+    }
+    assert_eq!(probed_at, [5, 11], "a probe after each five windows");
+}
+
 /// Window `w` over a quarter of its time: a quarter of its calls.
 fn a_quarter_of(w: Window) -> Window {
     Window {
