@@ -297,6 +297,12 @@ pub fn shed_config(scenario: &Scenario) -> Config {
     if let Some(on) = l.retries_yield {
         config = config.retries_yield(on);
     }
+    if let Some(initial) = l.initial {
+        config = config.adaptive(shed::adaptive::AutoSettings {
+            initial,
+            ..shed::adaptive::AutoSettings::default()
+        });
+    }
     if let Some(tiers) = scenario.tenants.as_ref().and_then(|t| t.tiers()) {
         config = config.tiers(tiers);
     }

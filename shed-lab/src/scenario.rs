@@ -14,6 +14,7 @@
 //! codel = true          # optional: CoDel on the wait queue (codel_target = "5ms", codel_interval = "100ms")
 //! lifo = true           # optional: adaptive LIFO (newest first while the queue stands)
 //! retries_yield = false # optional: retries wait in arrival order (default: behind first attempts)
+//! initial = 64          # optional: the slots the adaptive default starts from (`AutoSettings::initial`)
 //!
 //! [[class]]             # optional: override or add classes
 //! name = "critical"
@@ -217,6 +218,9 @@ pub struct LimiterConfig {
     pub lifo: bool,
     /// Whether retries wait behind first attempts (default: the library's, on).
     pub retries_yield: Option<bool>,
+    /// The slots the adaptive default starts from, when the capacity is
+    /// not pinned (`AutoSettings::initial`; default 2).
+    pub initial: Option<u32>,
 }
 
 fn default_capacity() -> u32 {
@@ -256,6 +260,7 @@ impl Default for LimiterConfig {
             codel_interval: None,
             lifo: false,
             retries_yield: None,
+            initial: None,
         }
     }
 }
@@ -535,6 +540,15 @@ impl Scenario {
         }
         if self.limiter.anchor_capacity == Some(0) {
             problems.push("`limiter.anchor_capacity` must be at least 1".into());
+        }
+        if self.limiter.initial == Some(0) {
+            problems.push("`limiter.initial` must be at least 1".into());
+        }
+        if self.limiter.pinned && self.limiter.initial.is_some() {
+            problems.push(
+                "`limiter.initial` is where the adaptive default starts: drop it or `limiter.capacity`"
+                    .into(),
+            );
         }
         if !self.limiter.pinned && self.server.is_none() {
             problems.push(

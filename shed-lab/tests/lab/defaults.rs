@@ -436,3 +436,50 @@ fn a_queue_the_product_cannot_shrink_is_not_probed_every_other_window() {
     let cell = defaults_cell("ps-48x50ms-const-5x", 3.0, 0..1);
     assert!(cell.goodput_pct >= 96.0, "{cell:?}");
 }
+
+#[test]
+fn a_large_pool_started_cold_pays_two_seconds_or_nothing_from_a_known_floor() {
+    // The README's "What a cold start costs": 1,000 workers of 200 ms at a
+    // quarter of their capacity. From 2 slots, the windows of a dozen
+    // slow calls take a second to double the limit: the first two
+    // seconds serve 13 and 402 calls in time of about 1,250 each, and
+    // every call from the third. Started at 64 slots, a floor the
+    // service is known to take, nothing is refused.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/scenarios/large-pool-cold-start.toml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let cold = run(
+        &Scenario::from_toml(&text, path).unwrap(),
+        PolicyKind::Shed,
+        1.0,
+    );
+    let timeline = &cold.timeline;
+    assert!(
+        timeline[0].served_in_time * 2 < timeline[0].offered,
+        "{timeline:?}"
+    );
+    assert!(
+        timeline[2..]
+            .iter()
+            .all(|s| s.served_in_time * 100 >= s.offered * 99),
+        "every call from the third second: {timeline:?}"
+    );
+
+    // The file's commented-out `[limiter]` table.
+    let floor = text
+        .lines()
+        .map(|line| match line.strip_prefix("# ") {
+            Some(setting) if setting.starts_with('[') || setting.contains(" = ") => setting,
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let warm = run(
+        &Scenario::from_toml(&floor, path).unwrap(),
+        PolicyKind::Shed,
+        1.0,
+    );
+    assert_eq!(warm.total.shed, 0, "{:?}", warm.timeline);
+}

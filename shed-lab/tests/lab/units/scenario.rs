@@ -13,6 +13,13 @@ const MINIMAL: &str = r#"
     timeout = "100ms"
 "#;
 
+/// The error a scenario `text` read from `bad.toml` fails with.
+fn error_of(text: &str) -> String {
+    Scenario::from_toml(text, "bad.toml")
+        .unwrap_err()
+        .to_string()
+}
+
 #[test]
 fn phases_follow_the_events_and_cap_the_ideal_at_the_slots_time() {
     let text = format!(
@@ -54,16 +61,12 @@ fn a_minimal_scenario_has_sane_defaults() {
 #[test]
 fn errors_name_the_file_the_key_and_what_was_expected() {
     let unknown_key = MINIMAL.replace("rps = 100", "rps = 100\n        burst = 3");
-    let e = Scenario::from_toml(&unknown_key, "bad.toml")
-        .unwrap_err()
-        .to_string();
+    let e = error_of(&unknown_key);
     assert!(e.starts_with("bad.toml:"), "{e}");
     assert!(e.contains("unknown field `burst`"), "{e}");
 
     let bad_duration = MINIMAL.replace("\"10ms\"", "\"10 parsecs\"");
-    let e = Scenario::from_toml(&bad_duration, "bad.toml")
-        .unwrap_err()
-        .to_string();
+    let e = error_of(&bad_duration);
     assert!(
         e.contains("expected a duration like \"50ms\", got \"10 parsecs\""),
         "{e}"
@@ -71,12 +74,32 @@ fn errors_name_the_file_the_key_and_what_was_expected() {
     assert!(e.contains("service"), "{e}");
 
     let unknown_class = MINIMAL.replace("rps = 100", "rps = 100\n        class = \"batch\"");
-    let e = Scenario::from_toml(&unknown_class, "bad.toml")
-        .unwrap_err()
-        .to_string();
+    let e = error_of(&unknown_class);
     assert!(
         e.contains("traffic #1: `class` = \"batch\" is not a class (known classes: critical, optional, background)"),
         "{e}"
+    );
+}
+
+#[test]
+fn an_initial_limit_needs_the_adaptive_default_and_a_slot() {
+    let pinned = MINIMAL.replace("capacity = 4", "capacity = 4\n    initial = 8");
+    let e = error_of(&pinned);
+    assert!(
+        e.contains("`limiter.initial` is where the adaptive default starts"),
+        "{e}"
+    );
+
+    let adaptive = MINIMAL.replace("capacity = 4", "initial = 0\n    [server]\n    workers = 4");
+    let e = error_of(&adaptive);
+    assert!(e.contains("`limiter.initial` must be at least 1"), "{e}");
+
+    let started = adaptive.replace("initial = 0", "initial = 8");
+    let scenario = Scenario::from_toml(&started, "ok.toml").unwrap();
+    assert_eq!(
+        shed_lab::shed_config(&scenario).build().unwrap().capacity(),
+        8,
+        "the adaptive default starts at 8 slots"
     );
 }
 
