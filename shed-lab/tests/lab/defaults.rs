@@ -483,3 +483,28 @@ fn a_large_pool_started_cold_pays_two_seconds_or_nothing_from_a_known_floor() {
     );
     assert_eq!(warm.total.shed, 0, "{:?}", warm.timeline);
 }
+
+#[test]
+fn a_recovery_during_a_restarted_startup_is_probed_back_to_the_pool() {
+    // 16 fifo workers of 10 ms (exponential) at 3x, seed 3, slowed four
+    // times from 6 s to 11 s and from 20 s to 25 s. The recovery came
+    // during a startup restarted from the steady state: its rise read as
+    // the throughput following the limit, the startup ended on the no-load
+    // latency the slowdown had scaled to 32 ms, and the limit held 61-90
+    // slots; the second slowdown then queued 4-5 slowed calls a worker,
+    // and its seconds served 0-4% of the slowed pool in time. Back at the
+    // throughput it had before the slowdown, the limit is now probed at
+    // the 20 slots it had then.
+    let shed = run_twice("fifo-16x10ms-exp-10x", 3, 3.0);
+    let limits: Vec<u32> = shed.timeline.iter().filter_map(|s| s.limit).collect();
+    assert!(
+        limits[13..20].iter().all(|&l| l <= 40),
+        "the limit between the slowdowns, for 16 workers: {limits:?}"
+    );
+    let second = &shed.timeline[20..25];
+    assert!(
+        second.iter().all(|s| s.served_in_time >= 200),
+        "the second slowdown's seconds (400 calls each at most): {:?}, limits {limits:?}",
+        second.iter().map(|s| s.served_in_time).collect::<Vec<_>>()
+    );
+}

@@ -135,6 +135,11 @@ const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 ///   throughput's fall (against the usual throughput before the window
 ///   the slowdown began in, which the slowed calls already pull down;
 ///   for calls of one length, never past the slowed window's mean).
+///   Once a window in which calls waited completes 0.9 of the usual
+///   throughput before the slowdown again, at twice the limit before it
+///   or more and with the no-load latency still the scaled one, the next
+///   probe tries that limit (see the probe): a pool of workers serves as
+///   many calls a second there, a service without one a quarter.
 /// - **Probe.** Every `probe_every` windows in which the limit binds (for
 ///   calls of varying length, see below), one window runs at `probe` times
 ///   the limit. If it admits as many calls a second (and more than its
@@ -299,6 +304,21 @@ pub struct Auto {
     /// The calls' mean service time over the no-load latency, as the cold
     /// start's pooled windows read it (see [`Auto::service_time`]).
     mean_over_lowest: f64,
+    /// The service before the last slowdown scaled the no-load latency,
+    /// until a recovery shows (see `Auto::note_unslowed_rate`).
+    unslowed: Option<Unslowed>,
+    /// The limit the next probe tries: the one before the slowdown, once
+    /// the throughput is back (see `Auto::note_unslowed_rate`).
+    recovery_probe: Option<f64>,
+}
+
+/// What a slowdown scaled from: the no-load latency (seconds), the usual
+/// throughput (calls a second) and the limit before it.
+#[derive(Debug, Clone, Copy)]
+struct Unslowed {
+    no_load: f64,
+    rate: f64,
+    limit: f64,
 }
 
 impl Default for Auto {
@@ -341,6 +361,8 @@ impl Default for Auto {
             looked_again: false,
             cold_lowest: f64::INFINITY,
             mean_over_lowest: 1.0,
+            unslowed: None,
+            recovery_probe: None,
         }
     }
 }
@@ -493,6 +515,14 @@ impl LimitAlgorithm for Auto {
     fn probe_limit(&mut self, limit: f64) -> Option<f64> {
         if self.startup {
             return None;
+        }
+        if let Some(before) = self.recovery_probe.take()
+            && self.before_probe.is_none()
+            && before < limit
+        {
+            self.since_probe = 0;
+            self.before_probe = Some(limit);
+            return Some(before.max(1.0));
         }
         let deep = std::mem::take(&mut self.deep_probe);
         // Calls of one length show the queue in every window, against
@@ -672,6 +702,7 @@ impl Auto {
             self.no_load = Some(latency);
         }
 
+        self.note_unslowed_rate(w, r);
         if w.probe {
             return self.after_probe(w, r);
         }

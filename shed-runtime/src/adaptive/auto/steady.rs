@@ -3,7 +3,7 @@
 //! [`Auto`]'s docs).
 
 use super::stats::{standard_error, Filter, Pool};
-use super::{Auto, Reading, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS};
+use super::{Auto, Reading, Unslowed, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS};
 
 /// A probe whose throughput is at least this share of the usual one shows
 /// that the concurrency it removed was only queueing.
@@ -12,6 +12,12 @@ const PROBE_HOLDS: f64 = 0.95;
 /// calls of one length takes to show the service's own latency (a real
 /// service's calls of one length vary by a few percent).
 const ONE_LENGTH_SLOWER: f64 = 1.05;
+/// The share of the throughput before a slowdown that shows the service
+/// back to it (see `Auto::note_unslowed_rate`).
+const RECOVERED: f64 = 0.9;
+/// How far above the limit before a slowdown the limit must be for a
+/// probe back at that one (see `Auto::note_unslowed_rate`).
+const RECOVERY_PROBE_FROM: f64 = 2.0;
 /// The fewest calls a recovery's window completes for its throughput's
 /// rise to scale the no-load latency (see `Auto::note_recovery`): as
 /// many as the longest window after the startup holds, whose rate is read
@@ -151,6 +157,45 @@ impl Auto {
         scaled
     }
 
+    /// Notes a window whose throughput is back at what the service did
+    /// before the last slowdown while its no-load latency is still the
+    /// scaled one: the next probe tries the limit before the slowdown.
+    ///
+    /// A recovery that comes during a restarted startup reads as the
+    /// throughput following the limit, and the startup ends on the scaled
+    /// no-load latency, against which a queue inside the service reads as
+    /// none: 16 workers of 10 ms, whose slowdown had scaled it to 32 ms,
+    /// held 61-90 slots after their recovery, and the next slowdown served
+    /// 0-4% of the slowed pool for five seconds. The throughput alone
+    /// cannot tell: a service without a pool (its calls slower, its
+    /// concurrency unbounded) does as much again at four times the slots.
+    /// The probe does: a pool of workers serves as many calls a second at
+    /// the limit it had (`after_probe` keeps it, and its latency lowers
+    /// the no-load one), the other serves a quarter (the limit goes back).
+    /// Only from twice that limit, with calls waiting for slots: a probe
+    /// at 5 slots for 4 workers of 1 ms at 0.8 load refused its bursts.
+    pub(super) fn note_unslowed_rate(&mut self, w: &Window, r: Reading) {
+        let Some(before) = self.unslowed else {
+            return;
+        };
+        if self
+            .no_load
+            .is_some_and(|d| d <= self.tolerance * before.no_load)
+        {
+            // Learned back down: nothing to probe for.
+            self.unslowed = None;
+        } else if !self.startup
+            && !w.probe
+            && r.rate_binds
+            && w.waiting
+            && r.rate >= RECOVERED * before.rate
+            && w.limit > RECOVERY_PROBE_FROM * before.limit
+        {
+            self.recovery_probe = Some(before.limit);
+            self.unslowed = None;
+        }
+    }
+
     /// A window in the steady state: a slowdown keeps the limit, a queue
     /// shrinks it towards the bandwidth-delay product, a binding limit
     /// without a queue grows.
@@ -218,6 +263,11 @@ impl Auto {
             self.slower_windows += 1;
             if self.slower_windows >= 2 {
                 self.slower_windows = 0;
+                self.unslowed.get_or_insert(Unslowed {
+                    no_load,
+                    rate: usual,
+                    limit: w.limit,
+                });
                 let scaled = no_load * usual / rate.max(1e-9);
                 self.no_load = Some(if self.calls_of_one_length() {
                     scaled.min(latency)

@@ -373,6 +373,44 @@ fn a_stale_probe_that_shows_neither_starts_the_count_over() {
     assert_eq!(probed_at, [5, 11], "a probe after each five windows");
 }
 
+#[test]
+fn a_throughput_back_from_a_slowdown_probes_the_limit_before_it() {
+    // 16 workers of 10 ms, whose slowdown scaled the no-load latency to
+    // 32 ms; after the recovery the limit stood at 80 slots, at which the
+    // pool's queue of 64 calls read as none. Back at its 1,600 calls a
+    // second, the next probe tries the 20 slots it had before.
+    let slowed = || {
+        let mut auto = steady(0.032, 1600.0, 1600.0);
+        auto.unslowed = Some(Unslowed {
+            no_load: 0.010,
+            rate: 1600.0,
+            limit: 20.0,
+        });
+        auto
+    };
+    let mut pool = slowed();
+    pool.next_limit(&window(45.0, 80.0, 160, true));
+    assert_eq!(pool.probe_limit(80.0), Some(20.0));
+    // A pool of workers serves as many calls a second there: the limit
+    // stays, and the probe's latency lowers the no-load one.
+    // A probe window at the 20 slots, of `calls` at `latency_ms`.
+    let probe_at_20 = |latency_ms, calls| Window {
+        probe: true,
+        ..window(latency_ms, 20.0, calls, true)
+    };
+    assert_eq!(pool.next_limit(&probe_at_20(20.0, 160)), 20.0);
+    assert!(no_load_ms(&pool) <= 20.0, "{}", no_load_ms(&pool));
+
+    // A service without a pool, whose calls still take four times as long,
+    // serves a quarter at the old limit: the limit goes back.
+    let mut unbounded = slowed();
+    unbounded.next_limit(&window(40.0, 80.0, 160, true));
+    assert_eq!(unbounded.probe_limit(80.0), Some(20.0));
+    assert_eq!(unbounded.next_limit(&probe_at_20(40.0, 40)), 80.0);
+    // Once: the next probe is the periodic one.
+    assert_eq!(unbounded.probe_limit(80.0), None);
+}
+
 /// Window `w` over a quarter of its time: a quarter of its calls.
 fn a_quarter_of(w: Window) -> Window {
     Window {
