@@ -516,15 +516,11 @@ impl LimitAlgorithm for Auto {
         if self.startup {
             return None;
         }
-        if let Some(before) = self.recovery_probe.take()
-            && self.before_probe.is_none()
-            && before < limit
-        {
-            self.since_probe = 0;
-            self.before_probe = Some(limit);
-            return Some(before.max(1.0));
-        }
-        let deep = std::mem::take(&mut self.deep_probe);
+        // The limit before a slowdown, once the throughput is back (see
+        // `Auto::note_unslowed_rate`); a probe at half the limit after a
+        // recovery waits for the next window.
+        let recovery = self.recovery_probe.take().filter(|&before| before < limit);
+        let deep = recovery.is_none() && std::mem::take(&mut self.deep_probe);
         // Calls of one length show the queue in every window, against
         // the no-load latency (see `decide`): for them the periodic probe
         // goes up, not down (see `steady_step`). Unless that latency was
@@ -540,14 +536,16 @@ impl LimitAlgorithm for Auto {
             } else {
                 self.since_probe >= self.probe_every
             };
-        if self.before_probe.is_some() || !(self.stale_probe || deep || periodic) {
+        if self.before_probe.is_some()
+            || !(recovery.is_some() || self.stale_probe || deep || periodic)
+        {
             return None;
         }
         self.since_probe = 0;
         self.one_length_unprobed = 0.0;
         self.before_probe = Some(limit);
         let fraction = if deep { 0.5 } else { self.probe };
-        Some((limit * fraction).max(1.0))
+        Some(recovery.unwrap_or(limit * fraction).max(1.0))
     }
 
     fn next_limit(&mut self, w: &Window) -> f64 {
