@@ -340,9 +340,9 @@ fn a_second_slowdown_below_capacity_finds_the_limit_brought_back_to_the_pool() {
     // and its seconds served 164, 0, 0 and 135 calls in time where the
     // first served 499, 1,211, 1,118 and 1,352. Now that startup ends, an
     // unfilled limit comes down to a quarter above the calls in flight
-    // (1,053 slots), and a window of calls that waited for no slot
-    // unlearns the slowed no-load latency at once: 311, 1,151, 1,355 and
-    // 1,010 (the first second after the change still pays for the
+    // (1,294 slots), and a window of calls that waited for no slot
+    // unlearns the slowed no-load latency at once: 276, 1,108, 1,145 and
+    // 1,071 (the first second after the change still pays for the
     // windows that read it).
     let shed = run_twice("fifo-1000x200ms-exp-10x", 0, 0.8);
     let served = |seconds: std::ops::Range<usize>| -> u64 {
@@ -482,6 +482,42 @@ fn a_large_pool_started_cold_pays_two_seconds_or_nothing_from_a_known_floor() {
         1.0,
     );
     assert_eq!(warm.total.shed, 0, "{:?}", warm.timeline);
+}
+
+#[test]
+fn a_recovery_of_a_large_pool_during_a_restarted_startup_does_not_double_its_limit() {
+    // 1,000 fifo workers of 200 ms (exponential) at 3x, seed 0, slowed
+    // four times from 6 s to 11 s and from 20 s to 25 s. The recovery's
+    // window came during a startup restarted in the slowdown, at 1,188
+    // slots: it read 4,597 calls a second for 1,936 before, as the
+    // throughput following the limit, which doubled twice to 4,754 slots.
+    // Its drain served 36% of the pool's capacity at 16 s, and the second
+    // slowdown met 2,153 slots: 889-995 calls in time a second of its
+    // 1,250. Each slot now completes twice as many calls, of a mean below
+    // the no-load latency: a recovery, and the limit before the slowdown
+    // is probed.
+    let shed = run_twice("fifo-1000x200ms-exp-10x", 0, 3.0);
+    let limits: Vec<u32> = shed.timeline.iter().filter_map(|s| s.limit).collect();
+    let in_time = |seconds: std::ops::Range<usize>| -> Vec<u64> {
+        shed.timeline[seconds]
+            .iter()
+            .map(|s| s.served_in_time)
+            .collect()
+    };
+    assert!(
+        limits[13..20].iter().all(|&l| l <= 2_000),
+        "the limit between the slowdowns, for 1,000 workers: {limits:?}"
+    );
+    let between = in_time(14..20);
+    assert!(
+        between.iter().all(|&n| n >= 4_000),
+        "the seconds between the slowdowns (5,000 calls each): {between:?}, limits {limits:?}"
+    );
+    let second = in_time(21..25);
+    assert!(
+        second.iter().all(|&n| n >= 1_000),
+        "the second slowdown's seconds (1,250 calls each): {second:?}, limits {limits:?}"
+    );
 }
 
 #[test]

@@ -155,7 +155,12 @@ const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 ///   latency down by the throughput's rise, as a slowdown scales it up by
 ///   its fall (the window itself, of slow calls and fast, is not judged
 ///   further); a shorter window, or calls of one length, send the next
-///   probe to half the limit.
+///   probe to half the limit. In a startup restarted from the steady
+///   state, a window whose rate per slot is 1.5 times the last window's,
+///   with a mean below the no-load latency by more than its noise, is a
+///   recovery too, not concurrency found: the startup ends at the limit,
+///   the mean becomes the no-load latency, and the next probe tries the
+///   limit before the last slowdown.
 ///
 /// - **Calls of one length.** If most windows of the cold start that
 ///   rose held calls of about one length (the shortest at least 0.8 of
@@ -286,6 +291,8 @@ pub struct Auto {
     /// calls in flight, if more): as many may be in flight at this
     /// window's start.
     window_before: f64,
+    /// Whether the last window judged had calls waiting for slots.
+    last_bound: bool,
     /// Whether the probe at half the limit waits for the end of the
     /// startup (a recovery of calls of one length, see `note_recovery`).
     probe_after_startup: bool,
@@ -355,6 +362,7 @@ impl Default for Auto {
             rise_from: None,
             one_length_votes: (0, 0),
             window_before: 0.0,
+            last_bound: false,
             probe_after_startup: false,
             stalled: Pool::default(),
             second_look: None,
@@ -498,6 +506,19 @@ impl Auto {
             .reduce(f64::max)
     }
 
+    /// Whether window `w`'s mean `latency` is below `reference` by more
+    /// than its noise: two standard errors of its calls' count for calls
+    /// of exponential length; none for calls of one length, whose mean is
+    /// exact.
+    fn below_beyond_noise(&self, w: &Window, latency: f64, reference: f64) -> bool {
+        let noise = if self.calls_of_one_length() {
+            0.0
+        } else {
+            2.0 * standard_error(w.completed)
+        };
+        latency < reference * (1.0 - noise)
+    }
+
     /// Moves the no-load latency `weight` of the way to `latency`.
     fn learn_no_load(&mut self, latency: f64, weight: f64) {
         self.no_load = Some(match self.no_load {
@@ -568,6 +589,8 @@ struct Reading {
     /// Whether the window's calls were of about one length: its shortest
     /// call took at least [`ONE_LENGTH`] of the no-load latency.
     one_length: bool,
+    /// Whether calls waited for slots in the window before this one.
+    bound_before: bool,
 }
 
 impl Auto {
@@ -607,6 +630,7 @@ impl Auto {
         };
         self.window_before = slots;
         let binds = w.limit_binds();
+        let bound_before = std::mem::replace(&mut self.last_bound, binds);
         // A window that binds, that lasted far longer than its calls, and
         // whose calls would have filled the limit for less than a quarter
         // of it, was idle before the load came (a window closes at its
@@ -639,6 +663,7 @@ impl Auto {
             binds,
             rate_binds: binds && !idle_before,
             one_length: false,
+            bound_before,
         };
         // The highest of noisy rates is biased high (and with it the
         // bandwidth-delay product): only a window of a few dozen calls
@@ -666,12 +691,11 @@ impl Auto {
         // calls of 800, and its queue inside the service read as none. It
         // goes up only when it is shown to be stale (the stale probe: see
         // `steady_step` and `after_probe`).
-        let noise = if self.calls_of_one_length() {
-            0.0
-        } else {
-            2.0 * standard_error(w.completed)
-        };
-        if !self.startup && self.no_load.is_none_or(|d| latency < d * (1.0 - noise)) {
+        if !self.startup
+            && self
+                .no_load
+                .is_none_or(|d| self.below_beyond_noise(w, latency, d))
+        {
             let weight = if !binds && w.finished >= MIN_SAMPLES {
                 1.0
             } else {
@@ -740,7 +764,7 @@ impl Auto {
             .or_else(|| self.highest_recent_rate())
             .filter(|_| r.rate_binds && !self.startup);
         if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
-            self.binding_rate.add(rate);
+            self.binding_rate.add(rate, r.bound_before);
         }
         if self.startup {
             return self.startup_step(w, r);

@@ -41,6 +41,9 @@ impl Filter {
 pub(super) struct BindingRate {
     now: Option<f64>,
     pub(super) before: Option<f64>,
+    /// Whether the one window it holds came right after a window in which
+    /// no call waited for a slot.
+    pub(super) first_after_unbound: bool,
 }
 
 impl BindingRate {
@@ -48,8 +51,10 @@ impl BindingRate {
         self.now
     }
 
-    /// Moves the smoothed rate towards a binding window's `rate`.
-    pub(super) fn add(&mut self, rate: f64) {
+    /// Moves the smoothed rate towards a binding window's `rate`;
+    /// `bound_before`: whether calls waited for slots in the window before.
+    pub(super) fn add(&mut self, rate: f64, bound_before: bool) {
+        self.first_after_unbound = self.now.is_none() && !bound_before;
         self.before = self.now;
         self.now = Some(self.now.map_or(rate, |r| r + (rate - r) * 0.3));
     }
@@ -59,6 +64,7 @@ impl BindingRate {
         *self = Self {
             now: rate,
             before: None,
+            first_after_unbound: false,
         };
     }
 }

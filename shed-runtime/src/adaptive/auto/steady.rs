@@ -23,6 +23,9 @@ const RECOVERY_PROBE_FROM: f64 = 2.0;
 /// many as the longest window after the startup holds, whose rate is read
 /// within an eighth.
 const SCALED_RECOVERY_CALLS: u64 = 64;
+/// How many times the usual throughput (in a restarted startup, the last
+/// window's throughput per slot) shows the service faster (a recovery).
+const FASTER: f64 = 1.5;
 
 impl Auto {
     /// A probe window: the lower limit stays if it served as many calls a
@@ -104,13 +107,18 @@ impl Auto {
             rate_binds,
             ..
         } = r;
+        let in_restart = self.restarted_startup_sped_up(w, r);
         let Some(usual) = self
             .binding_rate
             .get()
-            .filter(|&usual| rate_binds && !self.startup && rate > 1.5 * usual)
+            .filter(|&usual| rate_binds && (!self.startup || in_restart) && rate > FASTER * usual)
         else {
             return false;
         };
+        if in_restart {
+            self.recovery_in_restart(w, r);
+            return true;
+        }
         // The service got much faster (a recovery): the no-load
         // latency is stale. Calls whose own latency fell below it
         // show the new one at most that long (a queue only adds):
@@ -155,6 +163,59 @@ impl Auto {
         self.idle_rises = 0;
         self.binding_rate.reset(Some(rate));
         scaled
+    }
+
+    /// Whether window `w` (read as `r`), in a startup restarted from the
+    /// steady state, shows the service faster than its last window did:
+    /// each slot completes [`FASTER`] times as many calls a second, and
+    /// the calls' mean is below the no-load latency beyond its noise.
+    ///
+    /// A startup judges a rise by the throughput following the limit, and
+    /// a recovery's throughput follows it by far: 1,000 workers of 200 ms,
+    /// whose slowdown had scaled the no-load latency to 601 ms, restarted
+    /// a startup at 951 slots in it; the recovery's window at 1,188 slots
+    /// read 4,597 calls a second for 1,936 before, the limit doubled twice
+    /// to 4,754, and its drain served 36% of the pool's capacity in the
+    /// next second. Slots alone do not make each of them faster, and a
+    /// queue only adds to the mean: a rise of the load (slots busier than
+    /// before) leaves the mean at the no-load latency or above.
+    fn restarted_startup_sped_up(&self, w: &Window, r: Reading) -> bool {
+        self.startup
+            && self.restarted
+            && self
+                .startup_last
+                .is_some_and(|(limit, rate)| r.rate / w.limit > FASTER * rate / limit)
+            && self
+                .no_load
+                .is_some_and(|d| self.below_beyond_noise(w, r.latency, d))
+    }
+
+    /// A recovery in a startup restarted from the steady state (see
+    /// [`Auto::restarted_startup_sped_up`]): the startup ends at the limit,
+    /// the calls' mean is the no-load latency (a queue only adds to it),
+    /// and the next probe tries the limit before the slowdown, if the
+    /// last one scaled the no-load latency from a lower limit: the
+    /// recovery's window mixes calls slowed before it with fast ones, so
+    /// its mean still reads the new speed high, and the probe's does not
+    /// (`after_probe`). A service without a pool, whose slowed calls took
+    /// more slots, serves fewer calls a second there, and the limit comes
+    /// back.
+    fn recovery_in_restart(&mut self, w: &Window, r: Reading) {
+        self.startup = false;
+        self.restarted = false;
+        self.startup_last = None;
+        self.startup_pool = Pool::default();
+        self.stalled = Pool::default();
+        self.startup_stalls = 0;
+        self.rise_from = None;
+        self.no_load = Some(r.latency);
+        self.binding_rate.reset(Some(r.rate));
+        self.idle_rises = 0;
+        self.since_probe = 0;
+        if let Some(before) = self.unslowed.filter(|b| b.limit < w.limit) {
+            self.recovery_probe = Some(before.limit);
+            self.unslowed = None;
+        }
     }
 
     /// Notes a window whose throughput is back at what the service did
@@ -213,6 +274,7 @@ impl Auto {
             binds,
             rate_binds,
             one_length,
+            ..
         } = r;
         let bdp = self.bandwidth_delay().unwrap_or(w.limit);
         if one_length && binds {
@@ -233,9 +295,25 @@ impl Auto {
             // queue, and their limit fell to 10 slots. Taken at the first
             // slowed window: before any binding window since the startup,
             // the usual rate is the highest recent one, which the next
-            // window's push can drop from the filter.
+            // window's push can drop from the filter. So is the usual rate
+            // before it when the smoothed rate holds only the window the
+            // slowdown began in, the first to bind after windows the load
+            // left unbound: 1,000 workers of 200 ms at 0.8 load, whose
+            // startup had ended (which starts the smoothed rate over),
+            // were scaled against that window alone (2,861 calls a second,
+            // the load's 4,000 before it), 2.1 times for a 4x slowdown;
+            // their slowed calls read as a queue, and the limit fell to
+            // 729 slots (61-68% of the slowed pool). Not after a binding
+            // window: the highest of noisy rates reads high, and 64
+            // workers of 50 ms at 3x, scaled by it, grew their limit
+            // into a queue in the slowdown (a second at 68%).
             if self.slower_windows == 0 {
-                self.fall_from = Some(usual.max(self.binding_rate.before.unwrap_or(usual)));
+                let before = if self.binding_rate.first_after_unbound {
+                    self.highest_recent_rate()
+                } else {
+                    self.binding_rate.before
+                };
+                self.fall_from = Some(usual.max(before.unwrap_or(usual)));
             }
             let usual = self.fall_from.unwrap_or(usual);
             // Latency up and throughput down by much, at the same limit,

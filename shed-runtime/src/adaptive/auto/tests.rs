@@ -411,6 +411,83 @@ fn a_throughput_back_from_a_slowdown_probes_the_limit_before_it() {
     assert_eq!(unbounded.probe_limit(80.0), None);
 }
 
+#[test]
+fn a_recovery_during_a_restarted_startup_ends_it_and_probes_the_limit_before_the_slowdown() {
+    // `fifo-1000x200ms` at 3x with `--twice`, seed 0: the slowdown scaled
+    // the no-load latency from 157.8 ms to 601.3 ms at 980 slots. A
+    // window at 951 slots whose calls took 629 ms read as no queue and
+    // restarted a startup; the recovery's window at 1,188 slots then read
+    // 4,597 calls a second (1,936 before), as if the throughput followed
+    // the limit: it doubled to 2,377, then 4,754, and the drain served
+    // 36% of the pool's capacity for a second.
+    let mut auto = steady(0.6013, 1300.0, 1300.0);
+    auto.unslowed = Some(Unslowed {
+        no_load: 0.1578,
+        rate: 5000.0,
+        limit: 980.0,
+    });
+    let restarted = auto.next_limit(&recorded((950.7, 2329, 1203.0, 629.0, 0.0)));
+    assert!((restarted - 1188.4).abs() < 0.1, "{restarted}");
+    // Each slot completes twice as many calls, of a mean below the
+    // no-load latency: a recovery, and the startup ends at the limit.
+    let recovery = recorded((restarted, 11061, 2406.0, 295.6, 0.0));
+    assert_eq!(auto.next_limit(&recovery), restarted);
+    assert!(no_load_ms(&auto) <= 295.6, "{}", no_load_ms(&auto));
+    assert_eq!(auto.probe_limit(restarted), Some(980.0));
+    // The pool serves as many calls a second at the limit it had: it
+    // stays there, and the probe's calls lower the no-load latency.
+    let probe = Window {
+        probe: true,
+        ..recorded((980.0, 2950, 592.0, 234.8, 0.0))
+    };
+    assert_eq!(auto.next_limit(&probe), 980.0);
+    assert!(no_load_ms(&auto) <= 234.8, "{}", no_load_ms(&auto));
+}
+
+#[test]
+fn a_load_rise_during_a_restarted_startup_still_grows_it() {
+    // 20 slots of calls of 10 ms, half idle (800 calls a second): a
+    // window at the no-load latency restarts a startup. Then the load
+    // rises: each slot completes twice as many calls, but the calls take
+    // no less than before, so the throughput followed the limit.
+    let mut auto = steady(0.010, 800.0, 800.0);
+    let restarted = auto.next_limit(&window(10.5, 20.0, 80, true));
+    assert_eq!(restarted, 25.0);
+    let grown = auto.next_limit(&window(10.2, restarted, 245, true));
+    assert!(grown > restarted, "{grown}");
+}
+
+#[test]
+fn a_slowdown_that_begins_in_the_first_binding_window_is_scaled_against_the_recent_rates() {
+    // `fifo-1000x200ms` at 0.8x with `--twice`, seed 0: the startup that
+    // ended before the second slowdown left no usual rate, and the load
+    // left the limit unbound (4,000-5,000 calls a second). The first
+    // window that bound was the one the slowdown began in (2,861 calls a
+    // second, slowed calls among them), and the slowdown, confirmed two
+    // windows later at 1,376, was scaled against it alone: 2.1 times for
+    // 4, the slowed calls of 800 ms read as a queue against 441 ms, and
+    // the limit fell to 729 slots (61-68% of the slowed pool). Against
+    // the highest recent rate, as before any binding window, it is scaled
+    // 3.7 times.
+    let mut auto = steady(0.2123, 0.0, 5079.5);
+    auto.binding_rate.reset(None);
+    for rate in [4182.0, 4035.1, 3966.0] {
+        auto.rates.push(rate);
+    }
+    for row in [
+        (1293.9, 3067, 1072.0, 244.3, 10.0),
+        (1374.8, 529, 428.0, 390.3, 207.0),
+        (1374.8, 585, 425.0, 571.4, 267.0),
+    ] {
+        auto.next_limit(&recorded(row));
+    }
+    assert!(
+        no_load_ms(&auto) >= 3.0 * 212.3,
+        "scaled to {} ms",
+        no_load_ms(&auto)
+    );
+}
+
 /// Window `w` over a quarter of its time: a quarter of its calls.
 fn a_quarter_of(w: Window) -> Window {
     Window {
