@@ -589,8 +589,6 @@ struct Reading {
     /// Whether the window's calls were of about one length: its shortest
     /// call took at least [`ONE_LENGTH`] of the no-load latency.
     one_length: bool,
-    /// Whether calls waited for slots in the window before this one.
-    bound_before: bool,
 }
 
 impl Auto {
@@ -663,7 +661,6 @@ impl Auto {
             binds,
             rate_binds: binds && !idle_before,
             one_length: false,
-            bound_before,
         };
         // The highest of noisy rates is biased high (and with it the
         // bandwidth-delay product): only a window of a few dozen calls
@@ -764,7 +761,7 @@ impl Auto {
             .or_else(|| self.highest_recent_rate())
             .filter(|_| r.rate_binds && !self.startup);
         if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
-            self.binding_rate.add(rate, r.bound_before);
+            self.binding_rate.add(rate, bound_before);
         }
         if self.startup {
             return self.startup_step(w, r);

@@ -473,7 +473,7 @@ impl Auto {
     /// The end of the startup after window `w`: the limit settles at
     /// `headroom` times the concurrency the service sustained.
     /// `queue_showed`: `w` showed calls queueing inside the service.
-    fn end_startup(&mut self, w: &Window, queue_showed: bool) -> f64 {
+    pub(super) fn end_startup(&mut self, w: &Window, queue_showed: bool) -> f64 {
         // Read while `restarted` still tells a cold start from a
         // restarted one, whose pool says nothing of the calls' length.
         self.note_mean_over_lowest();

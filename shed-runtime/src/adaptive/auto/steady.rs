@@ -201,17 +201,11 @@ impl Auto {
     /// more slots, serves fewer calls a second there, and the limit comes
     /// back.
     fn recovery_in_restart(&mut self, w: &Window, r: Reading) {
-        self.startup = false;
-        self.restarted = false;
-        self.startup_last = None;
-        self.startup_pool = Pool::default();
-        self.stalled = Pool::default();
-        self.startup_stalls = 0;
-        self.rise_from = None;
+        // Its limit is not the one a startup settles at: the limit holds.
+        self.end_startup(w, false);
         self.no_load = Some(r.latency);
         self.binding_rate.reset(Some(r.rate));
         self.idle_rises = 0;
-        self.since_probe = 0;
         if let Some(before) = self.unslowed.filter(|b| b.limit < w.limit) {
             self.recovery_probe = Some(before.limit);
             self.unslowed = None;
@@ -274,7 +268,6 @@ impl Auto {
             binds,
             rate_binds,
             one_length,
-            ..
         } = r;
         let bdp = self.bandwidth_delay().unwrap_or(w.limit);
         if one_length && binds {
