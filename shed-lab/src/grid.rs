@@ -448,6 +448,17 @@ pub fn converged_by_kind(phases: impl Iterator<Item = Option<f64>>) -> [Option<f
     converged
 }
 
+/// Seconds to converge after each phase of one run, in order (the cold
+/// start, then each slowdown and recovery), as `1.5s/0s/never`: which
+/// change a cell's convergence column comes from, seed by seed (the
+/// column keeps only the slowest of each kind over the seeds).
+pub fn phase_convergence(phases: impl Iterator<Item = Option<f64>>) -> String {
+    phases
+        .map(|phase| phase.map_or_else(|| "never".to_string(), |s| format!("{s}s")))
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// The most seconds in a row, of `(served in time, best possible)` per
 /// second, that served under a tenth of the best possible (a second
 /// with nothing possible is not dark, and ends a stretch).
@@ -563,7 +574,8 @@ pub fn run_cell(
 
 /// One run second by second: served in time over the best possible, the
 /// calls offered, and the limit at the end of each second (what to read
-/// when a cell fails).
+/// when a cell fails), after a line of its totals and of how long each
+/// phase took to converge ([`phase_convergence`]).
 pub fn trace(
     shape: &Shape,
     factor: f64,
@@ -577,7 +589,7 @@ pub fn trace(
         factor,
     );
     let mut out = format!(
-        "{} {factor}x {} seed {seed}: offered {} in time {} late {} shed {} {:?} unfinished {}\n",
+        "{} {factor}x {} seed {seed}: offered {} in time {} late {} shed {} {:?} unfinished {} converged {}\n",
         shape.name(),
         contender.name(),
         report.total.offered,
@@ -585,7 +597,8 @@ pub fn trace(
         report.total.late,
         report.total.shed,
         report.total.shed_by_reason,
-        report.total.unfinished
+        report.total.unfinished,
+        phase_convergence(report.phases.iter().map(|p| p.converged_after_s))
     );
     for s in &report.timeline {
         let best = report

@@ -225,6 +225,18 @@ fn convergence_is_the_slowest_of_each_kind_of_change() {
 }
 
 #[test]
+fn a_traced_run_names_how_long_each_phase_took_to_converge() {
+    let phases = [Some(2.5), Some(0.0), None];
+    assert_eq!(phase_convergence(phases.into_iter()), "2.5s/0s/never");
+    let shape = &SHAPES[2];
+    let trace = trace(shape, 3.0, Contender::Defaults, 0, Schedule::default());
+    let header = trace.lines().next().unwrap();
+    let converged = header.split(" converged ").nth(1).unwrap();
+    // A cold start, the slowdown and the recovery.
+    assert_eq!(converged.split('/').count(), 3, "{header}");
+}
+
+#[test]
 fn a_dark_stretch_is_seconds_in_a_row_under_a_tenth_of_the_best_possible() {
     let stretch = |seconds: &[(f64, f64)]| longest_dark_stretch(seconds.iter().copied());
     // Scattered dark seconds are stretches of one.
