@@ -156,11 +156,11 @@ const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 ///   its fall (the window itself, of slow calls and fast, is not judged
 ///   further); a shorter window, or calls of one length, send the next
 ///   probe to half the limit. In a startup restarted from the steady
-///   state, a window whose rate per slot is 1.5 times the last window's,
-///   with a mean below the no-load latency by more than its noise, is a
-///   recovery too, not concurrency found: the startup ends at the limit,
-///   the mean becomes the no-load latency, and the next probe tries the
-///   limit before the last slowdown.
+///   state, such a window whose rate per slot is also 1.5 times the last
+///   window's, with a mean below the no-load latency by more than its
+///   noise, is a recovery too, not concurrency found: the startup ends
+///   at the limit, the mean becomes the no-load latency, and the next
+///   probe tries the limit before the last slowdown.
 ///
 /// - **Calls of one length.** If most windows of the cold start that
 ///   rose held calls of about one length (the shortest at least 0.8 of

@@ -23,8 +23,9 @@ const RECOVERY_PROBE_FROM: f64 = 2.0;
 /// many as the longest window after the startup holds, whose rate is read
 /// within an eighth.
 const SCALED_RECOVERY_CALLS: u64 = 64;
-/// How many times the usual throughput (in a restarted startup, the last
-/// window's throughput per slot) shows the service faster (a recovery).
+/// How many times the usual throughput shows the service faster (a
+/// recovery); in a restarted startup, the window's throughput per slot
+/// must also be this many times the last window's.
 const FASTER: f64 = 1.5;
 
 impl Auto {
@@ -191,7 +192,9 @@ impl Auto {
     }
 
     /// A recovery in a startup restarted from the steady state (see
-    /// [`Auto::restarted_startup_sped_up`]): the startup ends at the limit,
+    /// [`Auto::restarted_startup_sped_up`]): the startup ends at the limit
+    /// (through [`Auto::end_startup`], which also releases a probe at half
+    /// the limit that a recovery of calls of one length held for it),
     /// the calls' mean is the no-load latency (a queue only adds to it),
     /// and the next probe tries the limit before the slowdown, if the
     /// last one scaled the no-load latency from a lower limit: the
