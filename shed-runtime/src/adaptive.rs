@@ -72,6 +72,8 @@ pub struct Window {
     /// Whether calls were waiting for slots when the window closed: the
     /// limit binds.
     pub waiting: bool,
+    /// Calls waiting for slots when the window closed.
+    pub waiters: u64,
     /// When the window closed.
     pub at: Instant,
 }
@@ -619,6 +621,7 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             finished,
             elapsed: now.saturating_duration_since(self.opened),
             waiting: load.waiting,
+            waiters: inner.queued().0 as u64,
             at: now,
         };
         let next = self.algorithm.next_limit(&window);
@@ -690,6 +693,7 @@ mod tests {
             finished: 100,
             elapsed: Duration::from_millis(100),
             waiting: false,
+            waiters: 0,
             at: Instant::now(),
         }
     }

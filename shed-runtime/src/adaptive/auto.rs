@@ -56,6 +56,12 @@ const UNFILLED_ROOM: f64 = 1.25;
 /// Seconds of windows of calls of one length between their probes (see
 /// `Auto::probe_limit`): BBR refreshes its lowest round trip as often.
 const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
+/// Calls waiting for a cold start's first few slots that show a demand
+/// far beyond a few workers (see `Auto::stalled_in_a_crowd`): half a
+/// second into a cold start at 3x, the lab's pools of 2 to 6 workers of
+/// 200 ms kept at most 42 calls waiting at 2 slots, its pools of 200 to
+/// 1,000 workers of 100-200 ms, at 0.8x as at 3x, 425 to 7,126.
+const CROWD: u64 = 64;
 
 /// The default adaptive limit: finds the concurrency a service sustains
 /// from what its completions show, with no latency target to pick.
@@ -99,6 +105,13 @@ const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 ///   working: a lucky window had set the rate per slot. The startup then
 ///   goes on from the stalled limit, with the stalled windows and the
 ///   second look as its pool and no-load latency. Otherwise it ends.
+/// - **A crowd.** A cold start that stalls below 8 slots while 64 calls
+///   or more wait for them (a demand a few workers rarely draw) does not
+///   end: the limit doubles from the stalled one, judged against the
+///   stalled windows. If that rise is followed, the windows before the
+///   stall read too high, and the stalled windows with the rise read the
+///   no-load latency; if not, the stall was a queue, and the startup
+///   goes on as it was before it.
 /// - **Below capacity.** A window closing with no call waiting for a slot
 ///   neither shrinks the limit nor ends a startup, whatever its latency
 ///   or throughput: those then show the load, not the service (nor does
@@ -304,6 +317,12 @@ pub struct Auto {
     second_look: Option<(f64, Pool)>,
     /// Whether the cold start took its second look.
     looked_again: bool,
+    /// A cold start went on past a stall at a few slots because a crowd
+    /// waited (see `Auto::stalled_in_a_crowd`): the next binding window
+    /// says whether the stall was a lucky window before it or a queue.
+    /// Until then, the startup's last followed limit and its pool before
+    /// the stall, which a queue keeps.
+    crowd_rise: Option<(Option<(f64, f64)>, Pool)>,
     /// The lowest reading of the cold start's rising windows (Little's
     /// with its noise allowed for, or the mean of calls of one length),
     /// none capped by the pool of its time (see `startup_step`).
@@ -367,6 +386,7 @@ impl Default for Auto {
             stalled: Pool::default(),
             second_look: None,
             looked_again: false,
+            crowd_rise: None,
             cold_lowest: f64::INFINITY,
             mean_over_lowest: 1.0,
             unslowed: None,
@@ -653,6 +673,7 @@ impl Auto {
             self.startup_stalls = 0;
             self.stalled = Pool::default();
             self.second_look = None;
+            self.crowd_rise = None;
             return w.limit;
         }
         let mut r = Reading {

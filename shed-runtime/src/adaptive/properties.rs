@@ -31,6 +31,7 @@ struct Reported {
     finished: u64,
     elapsed: Duration,
     waiting: bool,
+    waiters: u64,
 }
 
 fn reported() -> impl Strategy<Value = Reported> {
@@ -43,6 +44,7 @@ fn reported() -> impl Strategy<Value = Reported> {
         prop_oneof![Just(0u64), 0u64..100, 0u64..1_000_000],
         prop_oneof![Just(0u64), 1u64..1_000, 1u64..120_000_000],
         any::<bool>(),
+        prop_oneof![Just(0u64), 0u64..100, 0u64..10_000],
     )
         .prop_map(
             |(
@@ -54,6 +56,7 @@ fn reported() -> impl Strategy<Value = Reported> {
                 finished,
                 elapsed_us,
                 waiting,
+                waiters,
             )| {
                 Reported {
                     completed,
@@ -64,6 +67,7 @@ fn reported() -> impl Strategy<Value = Reported> {
                     finished,
                     elapsed: Duration::from_micros(elapsed_us),
                     waiting,
+                    waiters,
                 }
             },
         )
@@ -100,6 +104,7 @@ fn drive<A: LimitAlgorithm>(
             finished: w.finished,
             elapsed: w.elapsed,
             waiting: w.waiting,
+            waiters: w.waiters,
             at,
         };
         let next = algorithm.next_limit(&window);

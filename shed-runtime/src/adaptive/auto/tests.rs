@@ -16,6 +16,7 @@ fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
         finished: admitted,
         elapsed: Duration::from_millis(100),
         waiting: binds,
+        waiters: 0,
         at: Instant::now(),
     }
 }
@@ -803,6 +804,7 @@ fn below_capacity_a_cold_start_window_in_which_no_call_waited_grows_nothing() {
     assert_eq!(auto.next_limit(&first), 4.0);
     let unwaited = Window {
         waiting: false,
+        waiters: 0,
         ..recorded((4.0, 12, 1276.0, 192.9, 34.0))
     };
     assert!(unwaited.limit_binds(), "the limit was reached");
@@ -826,6 +828,7 @@ fn calls_of_one_length_that_queued_inside_end_a_cold_start_whether_or_not_any_wa
     assert_eq!(replay(&mut auto, &cold), [4.0, 16.0]);
     let queued = Window {
         waiting: false,
+        waiters: 0,
         ..recorded((16.0, 33, 11.0, 3.4, 2.0))
     };
     let next = auto.next_limit(&queued);
@@ -842,6 +845,7 @@ fn a_cold_start_window_in_which_no_call_waited_still_teaches_calls_of_one_length
     let mut auto = Auto::default();
     let unwaited = Window {
         waiting: false,
+        waiters: 0,
         ..recorded((2.0, 12, 1596.0, 200.0, 200.0))
     };
     assert_eq!(auto.next_limit(&unwaited), 2.0, "the load's rate");
@@ -852,6 +856,7 @@ fn a_cold_start_window_in_which_no_call_waited_still_teaches_calls_of_one_length
     let mut varying = Auto::default();
     let unwaited = Window {
         waiting: false,
+        waiters: 0,
         ..recorded((2.0, 12, 1596.0, 200.0, 20.0))
     };
     assert_eq!(varying.next_limit(&unwaited), 2.0);
@@ -1106,6 +1111,7 @@ fn a_cold_start_limit_that_grew_fourfold_comes_down_to_twice_what_the_load_fills
     let unfilled = Window {
         max_in_flight: 6,
         waiting: false,
+        waiters: 0,
         ..recorded((256.0, 32, 400.0, 200.0, 20.0))
     };
     assert_eq!(auto.next_limit(&unfilled), 12.0);
@@ -1130,6 +1136,7 @@ fn a_cold_start_limit_that_grew_fourfold_comes_down_to_twice_what_the_load_fills
     let unfilled = Window {
         max_in_flight: 1,
         waiting: false,
+        waiters: 0,
         ..recorded((4.0, 4, 400.0, 200.0, 20.0))
     };
     assert_eq!(auto.next_limit(&unfilled), 4.0);
@@ -1234,6 +1241,7 @@ fn below_capacity(limit: f64) -> Window {
     Window {
         max_in_flight: limit as u64,
         waiting: false,
+        waiters: 0,
         ..window(1.75, limit, 320, true)
     }
 }
@@ -1248,6 +1256,7 @@ fn a_queue_inside_the_service_that_no_caller_waits_behind_keeps_the_limit() {
     // With callers waiting for slots the same queue is the limit's doing.
     let overloaded = Window {
         waiting: true,
+        waiters: 0,
         ..below_capacity(12.0)
     };
     assert!(auto.next_limit(&overloaded) < 12.0);
@@ -1391,6 +1400,7 @@ fn a_window_that_took_no_time_is_not_read_as_a_rate_of_zero() {
     let no_time = Window {
         elapsed: Duration::ZERO,
         waiting: false,
+        waiters: 0,
         ..window(0.0, 1.0, 32, false)
     };
     assert_eq!(auto.next_limit(&no_time), 1.0, "not judged");
@@ -1472,6 +1482,89 @@ fn a_cold_start_reads_a_queue_against_its_windows_as_they_are_not_its_luckiest()
     );
 }
 
+/// The cold start of seed 118 of `fifo-1000x200ms` at 3x, to its third
+/// window at 4 slots: 12 calls at 2 slots in 578 ms (21 a second of the
+/// 10 that 2 slots of 200 ms calls complete), then the 4 slots' 19 and
+/// 13, while thousands of calls waited.
+const A_LUCKY_FIRST_WINDOW_IN_A_CROWD: [(f64, u64, f64, f64, f64); 4] = [
+    (2.0, 12, 578.0, 85.6, 3.0),
+    (4.0, 12, 632.0, 203.2, 7.0),
+    (4.0, 12, 638.0, 178.4, 7.0),
+    (4.0, 12, 959.0, 297.2, 16.0),
+];
+
+/// Replays recorded windows (see [`recorded`]) on `auto` with a crowd of
+/// `waiters` calls waiting at each close; the limits it chose.
+fn replay_with(auto: &mut Auto, waiters: u64, windows: &[(f64, u64, f64, f64, f64)]) -> Vec<f64> {
+    windows
+        .iter()
+        .map(|&row| {
+            auto.next_limit(&Window {
+                waiters,
+                ..recorded(row)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_cold_start_that_stalls_at_a_few_slots_while_a_crowd_waits_goes_on() {
+    let mut few_waiting = Auto::default();
+    let limits = replay_with(
+        &mut few_waiting,
+        CROWD - 1,
+        &A_LUCKY_FIRST_WINDOW_IN_A_CROWD,
+    );
+    assert_eq!(
+        limits,
+        [4.0, 4.0, 4.0, 2.0],
+        "without a crowd, a second look"
+    );
+    let mut auto = Auto::default();
+    let limits = replay_with(&mut auto, CROWD, &A_LUCKY_FIRST_WINDOW_IN_A_CROWD);
+    assert_eq!(limits, [4.0, 4.0, 4.0, 8.0], "with one, on from 4 slots");
+    assert!(auto.in_startup());
+    // 8 slots complete 40 calls a second: a rise followed.
+    let next = auto.next_limit(&Window {
+        waiters: CROWD,
+        ..recorded((8.0, 12, 300.0, 200.0, 5.0))
+    });
+    assert!(next >= 16.0 && auto.in_startup(), "grew: {next}");
+    let learned = no_load_ms(&auto);
+    assert!(
+        (190.0..=260.0).contains(&learned),
+        "the stalled windows' and the rise's reading of calls of 200 ms, not the first window's 96 ms: {learned} ms"
+    );
+}
+
+#[test]
+fn a_few_workers_in_a_crowd_end_their_cold_start_one_doubling_later() {
+    // 2 workers of 200 ms: 10 calls a second at 2, 4 and 8 slots.
+    let mut auto = Auto::default();
+    let at_two = (2.0, 12, 1200.0, 200.0, 5.0);
+    let at_four = (4.0, 12, 1200.0, 400.0, 10.0);
+    let at_eight = (8.0, 12, 1200.0, 800.0, 300.0);
+    let limits = replay_with(&mut auto, CROWD, &[at_two, at_four, at_four, at_four]);
+    assert_eq!(limits, [4.0, 4.0, 4.0, 8.0]);
+    let mut limit = 8.0;
+    for _ in 0..6 {
+        let row = match limit {
+            2.0 => at_two,
+            4.0 => at_four,
+            _ => at_eight,
+        };
+        limit = auto.next_limit(&Window {
+            waiters: CROWD,
+            ..recorded(row)
+        });
+        if !auto.in_startup() {
+            break;
+        }
+    }
+    assert!(!auto.in_startup(), "no second way out at 8 slots");
+    assert!(limit <= 3.0, "settled near the 2 workers: {limit}");
+}
+
 #[test]
 fn a_second_look_at_a_pool_the_lower_limit_filled_ends_the_cold_start() {
     // 2 workers of 200 ms: 10 calls a second at 2 slots and at 4.
@@ -1547,6 +1640,7 @@ fn traced(
         finished,
         max_in_flight: in_flight,
         waiting,
+        waiters: 0,
         ..recorded((limit, completed, elapsed_ms, latency_ms, shortest_ms))
     }
 }
@@ -1698,6 +1792,7 @@ fn a_first_binding_window_whose_calls_of_one_length_took_longer_does_not_grow() 
     let unbound = |elapsed_ms| Window {
         max_in_flight: 2,
         waiting: false,
+        waiters: 0,
         ..recorded((2.0, 12, elapsed_ms, 200.0, 200.0))
     };
     let mut auto = Auto::default();
