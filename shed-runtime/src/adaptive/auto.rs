@@ -111,7 +111,9 @@ const CROWD: u64 = 64;
 ///   stalled windows. If that rise is followed, the windows before the
 ///   stall read too high, and the stalled windows with the rise read the
 ///   no-load latency; if not, the stall was a queue, and the startup
-///   goes on as it was before it.
+///   goes on from its last followed limit and pool before the stall
+///   (the lowest reading of its rising windows, cleared at the stall,
+///   stays cleared: the pool caps the queue's reference alone).
 /// - **Below capacity.** A window closing with no call waiting for a slot
 ///   neither shrinks the limit nor ends a startup, whatever its latency
 ///   or throughput: those then show the load, not the service (nor does

@@ -309,8 +309,9 @@ impl Auto {
             return w.limit * self.startup_gain.powf(rounds);
         }
         // The rise after a stall in a crowd did not follow: the stall was
-        // a queue, and the startup is judged as it was before it (its
-        // limit the last followed, its pool the windows that rose).
+        // a queue, and the startup is judged by its limit last followed
+        // and its pool of the windows that rose, as before the stall (the
+        // lowest reading, cleared at the stall, stays cleared).
         if let Some((last, pool)) = crowd_rise {
             self.startup_last = last;
             self.startup_pool = pool;
