@@ -57,7 +57,8 @@ const UNFILLED_ROOM: f64 = 1.25;
 /// `Auto::probe_limit`): BBR refreshes its lowest round trip as often.
 const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 /// Calls waiting for a cold start's first few slots that show a demand
-/// far beyond a few workers (see `Auto::stalled_in_a_crowd`): half a
+/// far beyond a few workers (see `Auto::stalled_in_a_crowd`, and
+/// `AutoControl::first_window_due`): half a
 /// second into a cold start at 3x, the lab's pools of 2 to 6 workers of
 /// 200 ms kept at most 42 calls waiting at 2 slots, its pools of 200 to
 /// 1,000 workers of 100-200 ms, at 0.8x as at 3x, 425 to 7,126.
@@ -67,7 +68,9 @@ const CROWD: u64 = 64;
 /// from what its completions show, with no latency target to pick.
 ///
 /// - **Startup.** From a small limit, multiply it by `startup_gain` every
-///   window (of at least 12 calls) in which the limit binds (in the cold
+///   window (of at least 12 calls; the first, of calls whose dozen
+///   would take longer, closes on 6 after half a second if 64 calls wait
+///   for its slots) in which the limit binds (in the cold
 ///   start, in which calls waited for a slot: below capacity a window can
 ///   reach its limit in a burst with none waiting, and its throughput is
 ///   the load's, though its calls, if of one length, still show their
@@ -105,7 +108,7 @@ const CROWD: u64 = 64;
 ///   working: a lucky window had set the rate per slot. The startup then
 ///   goes on from the stalled limit, with the stalled windows and the
 ///   second look as its pool and no-load latency. Otherwise it ends.
-/// - **A crowd.** A cold start that stalls below 8 slots while 64 calls
+/// - **A crowd.** A cold start that stalls below 32 slots while 64 calls
 ///   or more wait for them (a demand a few workers rarely draw) does not
 ///   end: the limit doubles from the stalled one, judged against the
 ///   stalled windows. If that rise is followed, the windows before the
@@ -113,7 +116,8 @@ const CROWD: u64 = 64;
 ///   no-load latency; if not, the stall was a queue, and the startup
 ///   goes on from its last followed limit and pool before the stall
 ///   (the lowest reading of its rising windows, cleared at the stall,
-///   stays cleared: the pool caps the queue's reference alone).
+///   stays cleared: the pool caps the queue's reference alone), and its
+///   next stall ends it, crowd or not.
 /// - **Below capacity.** A window closing with no call waiting for a slot
 ///   neither shrinks the limit nor ends a startup, whatever its latency
 ///   or throughput: those then show the load, not the service (nor does
@@ -325,6 +329,10 @@ pub struct Auto {
     /// Until then, the startup's last followed limit and its pool before
     /// the stall, which a queue keeps.
     crowd_rise: Option<(Option<(f64, f64)>, Pool)>,
+    /// A crowd's rise was not followed: the stall was a queue, and a later
+    /// stall ends the cold start whatever waits (see
+    /// `Auto::stalled_in_a_crowd`).
+    crowd_rise_failed: bool,
     /// The lowest reading of the cold start's rising windows (Little's
     /// with its noise allowed for, or the mean of calls of one length),
     /// none capped by the pool of its time (see `startup_step`).
@@ -389,6 +397,7 @@ impl Default for Auto {
             second_look: None,
             looked_again: false,
             crowd_rise: None,
+            crowd_rise_failed: false,
             cold_lowest: f64::INFINITY,
             mean_over_lowest: 1.0,
             unslowed: None,
@@ -676,6 +685,7 @@ impl Auto {
             self.stalled = Pool::default();
             self.second_look = None;
             self.crowd_rise = None;
+            self.crowd_rise_failed = false;
             return w.limit;
         }
         let mut r = Reading {

@@ -38,8 +38,13 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 /// latency (see `Auto::service_time`).
 const MEAN_OVER_LOWEST: f64 = 2.0;
 /// The limit below which a cold start's stall with a crowd waiting does
-/// not end it (see `Auto::stalled_in_a_crowd`).
-const CROWDED_FEW_SLOTS: f64 = 8.0;
+/// not end it (see `Auto::stalled_in_a_crowd`). With the first window
+/// closed early in a crowd (see `AutoControl::first_window_due`), a
+/// first window of 10 calls read too fast now and then set a rate per
+/// slot whose doubling stalled at 16 slots: below 8 slots, 3 cold starts
+/// of `fifo-1000x200ms` of seeds 0..256 at 3x collapsed (under 2% of
+/// capacity served over the run); below 32, none.
+const CROWDED_FEW_SLOTS: f64 = 32.0;
 
 impl Auto {
     /// A startup window: the limit doubles while the throughput follows
@@ -315,6 +320,7 @@ impl Auto {
         if let Some((last, pool)) = crowd_rise {
             self.startup_last = last;
             self.startup_pool = pool;
+            self.crowd_rise_failed = true;
         }
         // A throughput that did not keep up while no call waited for a
         // slot shows the load, not the service: below capacity, ending
@@ -510,9 +516,13 @@ impl Auto {
     /// capacity served at 3x; 6 runs of 256 seeds so). A demand that
     /// keeps a crowd waiting at a few slots is rarely a few workers'
     /// (see [`CROWD`]), and for those it is, the price is a window or two
-    /// at 8 slots, whose stall then ends the startup as before.
+    /// at twice their limit, whose stall then ends the startup as before.
     fn stalled_in_a_crowd(&mut self, w: &Window) -> Option<f64> {
-        if self.restarted || w.waiters < CROWD || w.limit >= CROWDED_FEW_SLOTS {
+        if self.restarted
+            || self.crowd_rise_failed
+            || w.waiters < CROWD
+            || w.limit >= CROWDED_FEW_SLOTS
+        {
             return None;
         }
         let stalled = std::mem::take(&mut self.stalled);

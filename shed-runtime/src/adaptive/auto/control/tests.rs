@@ -197,6 +197,51 @@ fn a_closing_window_scales_the_budgets_to_the_calls_service_time_not_the_lowest_
     );
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_first_window_of_slow_calls_closes_on_six_after_half_a_second_while_a_crowd_waits() {
+    // 1,000 workers of 200 ms started cold: the first window's dozen calls
+    // take 1.2 s at the initial 2 slots while thousands of calls wait.
+    // With a crowd waiting it closes once it lasted half a second and
+    // measured six; not without the crowd (a few workers), nor for calls
+    // whose dozen take less than half a second at 2 slots (a trickle
+    // that made the window long by idleness). Each case: the calls
+    // waiting, the calls' length, the time between completions, and the
+    // completion that closes the window (`None`: not before its dozen).
+    let ms = Duration::from_millis;
+    for (waiting, took, every, closes_at) in [
+        (64, ms(200), ms(100), Some(6)),
+        (64, ms(200), ms(50), Some(10)),
+        (63, ms(200), ms(100), None),
+        (64, ms(80), ms(100), None),
+    ] {
+        let case = format!("{waiting} waiting, calls of {took:?} every {every:?}");
+        let limiter = crate::Config::new().build().unwrap();
+        let inner = &limiter.inner;
+        let control = auto_control(inner);
+        let _running = (
+            limiter.acquire("critical", 1, "call").await.unwrap(),
+            limiter.acquire("critical", 1, "call").await.unwrap(),
+        );
+        for _ in 0..waiting {
+            let limiter = limiter.clone();
+            tokio::spawn(async move { limiter.acquire("critical", 1, "call").await });
+        }
+        while inner.queued().0 < waiting {
+            tokio::task::yield_now().await;
+        }
+        let mut closed_at = None;
+        for call in 1..12u32 {
+            inner.record_completion(took, 2);
+            control.completed(inner, control.epoch + every * call, took);
+            if inner.completions_so_far() == 0 {
+                closed_at = Some(call);
+                break;
+            }
+        }
+        assert_eq!(closed_at, closes_at, "{case}");
+    }
+}
+
 #[test]
 fn a_call_of_one_length_twice_the_no_load_latency_closes_a_small_window_early() {
     // 2 workers of 200 ms, four times slower from now, at 3 slots after a
