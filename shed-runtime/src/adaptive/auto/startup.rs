@@ -505,7 +505,8 @@ impl Auto {
     /// A cold start that stalled below [`CROWDED_FEW_SLOTS`] slots while
     /// a crowd of [`CROWD`] calls or more waited for them goes on from
     /// the stalled limit, with the stalled windows as its pool, instead
-    /// of ending (`None`: it was not such a stall). If the next window
+    /// of ending (`None`: it was not such a stall, or a crowd's rise of
+    /// this cold start was not followed before). If the next window
     /// rises, their reading becomes the no-load latency (see
     /// `startup_step`). At 2 to 4 slots a window of 12 calls of
     /// varying length reads its rate within about a third, and now and
