@@ -74,6 +74,11 @@ pub struct Window {
     pub waiting: bool,
     /// Calls waiting for slots when the window closed.
     pub waiters: u64,
+    /// Calls that came to wait for a slot in the window (served, refused
+    /// or still waiting): while calls wait, nearly every arrival, so
+    /// `arrived / elapsed` reads the demand's rate (less what a full
+    /// queue refused at once).
+    pub arrived: u64,
     /// When the window closed.
     pub at: Instant,
 }
@@ -546,6 +551,9 @@ pub(crate) struct Driver<A: ?Sized> {
     limit: f64,
     probing: bool,
     late_before: u64,
+    /// The limiter's queued calls (see [`Window::arrived`]) when the
+    /// window opened.
+    arrivals_before: u64,
     /// The limiter's load when the window opened.
     before: Load,
     opened: Instant,
@@ -559,6 +567,7 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             limit,
             probing: false,
             late_before: inner.late_total(),
+            arrivals_before: inner.waiting_and_arrivals().1,
             before: inner.load(),
             opened: now,
             algorithm,
@@ -572,6 +581,7 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             limit,
             probing: false,
             late_before: 0,
+            arrivals_before: 0,
             before: Load::default(),
             opened: now,
             algorithm,
@@ -596,6 +606,9 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
         let late_now = inner.late_total();
         let late = late_now.saturating_sub(self.late_before);
         self.late_before = late_now;
+        let (waiters, arrivals) = inner.waiting_and_arrivals();
+        let arrived = arrivals.wrapping_sub(self.arrivals_before);
+        self.arrivals_before = arrivals;
         let load = inner.load();
         let finished = (load.admitted_since(&self.before) + self.before.in_flight)
             .saturating_sub(load.in_flight);
@@ -621,7 +634,8 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             finished,
             elapsed: now.saturating_duration_since(self.opened),
             waiting: load.waiting,
-            waiters: inner.queued().0 as u64,
+            waiters: waiters as u64,
+            arrived,
             at: now,
         };
         let next = self.algorithm.next_limit(&window);
@@ -694,7 +708,51 @@ mod tests {
             elapsed: Duration::from_millis(100),
             waiting: false,
             waiters: 0,
+            arrived: 0,
             at: Instant::now(),
+        }
+    }
+
+    /// Keeps the windows it is given, and the limit as it is.
+    struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<Window>>>);
+
+    impl LimitAlgorithm for Recorder {
+        fn name(&self) -> &'static str {
+            "recorder"
+        }
+
+        fn next_limit(&mut self, window: &Window) -> f64 {
+            self.0.lock().unwrap().push(*window);
+            window.limit
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_window_counts_the_calls_that_came_to_wait_in_it() {
+        // Four slots, held: every call after them waits (16 may). The
+        // first window sees 5 come, the next 3 more, though 8 wait at its
+        // close.
+        let limiter = crate::Config::new().capacity(4).build().unwrap();
+        let inner = &limiter.inner;
+        let windows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let recorder = Box::new(Recorder(windows.clone()));
+        let mut driver = Driver::new(recorder, (1.0, 10.0), 4.0, inner, Instant::now());
+        let _held = limiter.acquire("critical", 4, "call").await.unwrap();
+        for (came, waiting) in [(5u64, 5usize), (3, 8)] {
+            for _ in 0..came {
+                let limiter = limiter.clone();
+                tokio::spawn(async move { limiter.acquire("critical", 1, "call").await });
+            }
+            while inner.queued().0 < waiting {
+                tokio::task::yield_now().await;
+            }
+            // A window closes only on a measured call.
+            inner.record_completion(Duration::from_millis(10), 4);
+            driver
+                .close(inner, Instant::now())
+                .expect("a measured call");
+            let window = *windows.lock().unwrap().last().unwrap();
+            assert_eq!((window.arrived, window.waiters), (came, waiting as u64));
         }
     }
 

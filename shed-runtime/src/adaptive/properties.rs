@@ -32,6 +32,7 @@ struct Reported {
     elapsed: Duration,
     waiting: bool,
     waiters: u64,
+    arrived: u64,
 }
 
 fn reported() -> impl Strategy<Value = Reported> {
@@ -45,6 +46,7 @@ fn reported() -> impl Strategy<Value = Reported> {
         prop_oneof![Just(0u64), 1u64..1_000, 1u64..120_000_000],
         any::<bool>(),
         prop_oneof![Just(0u64), 0u64..100, 0u64..10_000],
+        prop_oneof![Just(0u64), 0u64..1_000, 0u64..10_000_000],
     )
         .prop_map(
             |(
@@ -57,6 +59,7 @@ fn reported() -> impl Strategy<Value = Reported> {
                 elapsed_us,
                 waiting,
                 waiters,
+                arrived,
             )| {
                 Reported {
                     completed,
@@ -68,6 +71,7 @@ fn reported() -> impl Strategy<Value = Reported> {
                     elapsed: Duration::from_micros(elapsed_us),
                     waiting,
                     waiters,
+                    arrived,
                 }
             },
         )
@@ -105,6 +109,7 @@ fn drive<A: LimitAlgorithm>(
             elapsed: w.elapsed,
             waiting: w.waiting,
             waiters: w.waiters,
+            arrived: w.arrived,
             at,
         };
         let next = algorithm.next_limit(&window);

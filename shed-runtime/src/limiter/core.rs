@@ -110,6 +110,13 @@ impl Core {
         (queue.len(), queue.queued_weight())
     }
 
+    /// Calls waiting for slots, and calls queued since the limiter was
+    /// made (wrapping).
+    pub(crate) fn waiting_and_arrivals(&self) -> (usize, u64) {
+        let queue = lock(&self.queue);
+        (queue.len(), queue.arrivals())
+    }
+
     /// The lock-free fast path: admits at once if nobody waits and both the
     /// class's share and the capacity have room. Never blocks, never
     /// allocates, never reads the clock. Returns the limiter's admission

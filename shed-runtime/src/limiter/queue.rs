@@ -384,6 +384,13 @@ impl WaitQueue {
         self.queued_weight
     }
 
+    /// Calls queued since the queue was made (wrapping): what came to
+    /// wait for a slot, served, refused or still waiting.
+    #[inline]
+    pub(crate) fn arrivals(&self) -> u64 {
+        self.next_seq
+    }
+
     /// Queues `waiter` in arrival order within its class, band and lane.
     /// Arrival times are read before the lock is taken, so a caller can be
     /// overtaken on the way in; it is then placed by its arrival, keeping

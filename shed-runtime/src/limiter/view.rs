@@ -70,6 +70,12 @@ impl Inner {
         self.core.queued()
     }
 
+    /// Calls waiting for slots, and calls queued since the limiter was
+    /// made (wrapping; takes the queue lock).
+    pub(crate) fn waiting_and_arrivals(&self) -> (usize, u64) {
+        self.core.waiting_and_arrivals()
+    }
+
     /// Sets the capacity and hands freed room to waiters. The adaptive
     /// limits' knob; the application's is [`Limiter::set_capacity`], which
     /// also pins the limit.

@@ -17,6 +17,7 @@ fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
         elapsed: Duration::from_millis(100),
         waiting: binds,
         waiters: 0,
+        arrived: 0,
         at: Instant::now(),
     }
 }
