@@ -729,9 +729,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_window_counts_the_calls_that_came_to_wait_in_it() {
-        // Four slots, held: every call after them waits (16 may). The
-        // first window sees 5 come, the next 3 more, though 8 wait at its
-        // close.
+        // Four slots, held: every call after them waits (the queue holds
+        // 16). The first window sees 5 come, the next 3 more, though 8
+        // wait at its close.
         let limiter = crate::Config::new().capacity(4).build().unwrap();
         let inner = &limiter.inner;
         let windows = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
