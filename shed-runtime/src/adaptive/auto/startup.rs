@@ -37,6 +37,10 @@ const SECOND_LOOK_SLOWER: f64 = 1.25;
 /// The most the calls' mean service time is taken to be over the no-load
 /// latency (see `Auto::service_time`).
 const MEAN_OVER_LOWEST: f64 = 2.0;
+/// The fewest calls a restarted startup's window completes for its mean
+/// alone to show a queue (see `startup_step`): its mean is then read
+/// within about a tenth.
+const RESTART_QUEUE_CALLS: u64 = 4 * MIN_SAMPLES;
 /// The limit below which a cold start's stall with a crowd waiting does
 /// not end it (see `Auto::stalled_in_a_crowd`). With the first window
 /// closed early in a crowd (see `AutoControl::first_window_due`), a
@@ -195,7 +199,18 @@ impl Auto {
         // of varying length a window's mean is noisy, and a 1,000-worker
         // pool read as queueing at 32 slots stays there.
         let per_slot_before = self.startup_pool.per_slot();
-        if grew && !one_length_queue {
+        // A restarted startup's window of a few hundred calls reads its
+        // mean within a tenth or so: one whose mean shows a queue is past
+        // the pool, whatever its throughput read. Its windows are long
+        // (a few round trips of the no-load latency, which a slowdown
+        // scaled up), so a recovery or a backlog's drain inside one reads
+        // as the throughput following the limit: 1,000 workers of 200 ms,
+        // restarted in their slowdown at 926 slots, read 844-1,085 ms
+        // (1.4-1.8 times the scaled 618 ms) in windows of 2.5 s and
+        // doubled to 9,262 slots across the recovery; one second then
+        // served nothing, and the second slowdown four seconds of 0%.
+        let queue_in_restart = self.restarted && queue_shows && w.finished >= RESTART_QUEUE_CALLS;
+        if grew && !one_length_queue && !queue_in_restart {
             if self.restarted {
                 // More concurrency found.
                 self.idle_rises = 0;

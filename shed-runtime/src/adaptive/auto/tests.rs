@@ -1851,3 +1851,39 @@ fn a_first_binding_window_whose_calls_of_one_length_took_longer_does_not_grow() 
     let bound = recorded((2.0, 12, 1200.0, 200.0, 200.0));
     assert_eq!(auto.next_limit(&bound), 4.0);
 }
+
+#[test]
+fn a_restarted_startup_whose_calls_queue_does_not_double_on_a_throughput_that_rose() {
+    // `fifo-1000x200ms` at 3x with `--twice`, seed 1: the slowdown scaled
+    // the no-load latency to 618 ms for slowed calls of 800, and a
+    // window of calls of 643 ms at 926 slots restarted a startup. Its
+    // window of 2.5 s at 1,158 slots read 1,258 calls a second (1,146
+    // before), as if the throughput followed the limit, while the calls'
+    // mean of 844 ms showed a queue inside: it doubled, and went on
+    // doubling across the recovery to 9,262 slots.
+    let mut auto = steady(0.618, 1150.0, 1150.0);
+    let restarted = auto.next_limit(&recorded((926.0, 1418, 1237.0, 643.0, 1.0)));
+    assert!(auto.in_startup(), "restarted at {restarted}");
+    assert!((restarted - 1157.5).abs() < 1.0, "{restarted}");
+    let queued = auto.next_limit(&recorded((restarted, 3111, 2472.0, 844.1, 4.0)));
+    assert!(queued <= restarted, "{queued}");
+    assert!(!auto.in_startup());
+}
+
+#[test]
+fn a_restarted_startup_learns_a_no_load_latency_its_calls_show_stale() {
+    // `fifo-16x10ms` at 3x with `--twice`, seed 3: after the recovery's
+    // probe the no-load latency stood at 21.5 ms for calls of 10; a
+    // window of 10.6 ms at 18 slots restarted a startup, whose window at
+    // 22.5 slots read 12.1 ms. Both learn it down.
+    let mut auto = steady(0.0215, 1550.0, 1550.0);
+    auto.next_limit(&recorded((18.0, 179, 100.0, 10.6, 0.0)));
+    assert!(auto.in_startup());
+    let after_restart = no_load_ms(&auto);
+    auto.next_limit(&recorded((22.5, 159, 87.0, 12.1, 0.0)));
+    let learned = no_load_ms(&auto);
+    assert!(
+        learned < after_restart,
+        "{after_restart} ms, then {learned} ms"
+    );
+}
