@@ -201,14 +201,16 @@ impl Auto {
         let per_slot_before = self.startup_pool.per_slot();
         // A restarted startup's window of a few hundred calls reads its
         // mean within a tenth or so: one whose mean shows a queue is past
-        // the pool, whatever its throughput read. Its windows are long
-        // (a few round trips of the no-load latency, which a slowdown
-        // scaled up), so a recovery or a backlog's drain inside one reads
-        // as the throughput following the limit: 1,000 workers of 200 ms,
-        // restarted in their slowdown at 926 slots, read 844-1,085 ms
-        // (1.4-1.8 times the scaled 618 ms) in windows of 2.5 s and
-        // doubled to 9,262 slots across the recovery; one second then
-        // served nothing, and the second slowdown four seconds of 0%.
+        // the pool, whatever its throughput read, and ends the startup
+        // (below). Its windows are long (a few round trips of the no-load
+        // latency, which a slowdown scaled up), so a recovery or a
+        // backlog's drain inside one reads as the throughput following
+        // the limit: 1,000 workers of 200 ms (after a cold start that
+        // jumped to the demand, see `docs/defaults.md`), restarted in
+        // their slowdown at 926 slots, read 844-1,085 ms (1.4-1.8 times
+        // the scaled 618 ms) in windows of 2.5 s and doubled to 9,262
+        // slots across the recovery; one second then served nothing, and
+        // the second slowdown four seconds of 0%.
         let queue_in_restart = self.restarted && queue_shows && w.finished >= RESTART_QUEUE_CALLS;
         if grew && !one_length_queue && !queue_in_restart {
             if self.restarted {

@@ -1854,7 +1854,8 @@ fn a_first_binding_window_whose_calls_of_one_length_took_longer_does_not_grow() 
 
 #[test]
 fn a_restarted_startup_whose_calls_queue_does_not_double_on_a_throughput_that_rose() {
-    // `fifo-1000x200ms` at 3x with `--twice`, seed 1: the slowdown scaled
+    // `fifo-1000x200ms` at 3x with `--twice`, seed 1, after a cold start
+    // that jumped to the demand (`docs/defaults.md`): the slowdown scaled
     // the no-load latency to 618 ms for slowed calls of 800, and a
     // window of calls of 643 ms at 926 slots restarted a startup. Its
     // window of 2.5 s at 1,158 slots read 1,258 calls a second (1,146
