@@ -179,7 +179,12 @@ const CROWD: u64 = 64;
 ///   window's, with a mean below the no-load latency by more than its
 ///   noise, is a recovery too, not concurrency found: the startup ends
 ///   at the limit, the mean becomes the no-load latency, and the next
-///   probe tries the limit before the last slowdown.
+///   probe tries the limit before the last slowdown. A restarted
+///   startup's window of 128 calls or more whose mean is 1.2 times the
+///   no-load latency ends it, whatever its throughput read (its windows
+///   are long, and a recovery inside one reads as the throughput
+///   following the limit), and its windows learn the no-load latency
+///   down as the steady state's do.
 ///
 /// - **Calls of one length.** If most windows of the cold start that
 ///   rose held calls of about one length (the shortest at least 0.8 of
@@ -727,7 +732,8 @@ impl Auto {
         // at 22.5 slots, and ended the startup with no rise; the 19.3 ms
         // they kept read a queue inside the service as none, and the limit
         // held 42 to 49 slots until the next slowdown.
-        if (!self.startup || self.restarted)
+        let after_cold_start = !self.startup || self.restarted;
+        if after_cold_start
             && self
                 .no_load
                 .is_none_or(|d| self.below_beyond_noise(w, latency, d))
@@ -751,7 +757,6 @@ impl Auto {
         // slowed call took a second, for clients of 500 ms (5 s at 0%).
         // A window with a call much shorter than its mean (a cache hit,
         // an error's fast path) says nothing about the others.
-        let after_cold_start = !self.startup || self.restarted;
         if after_cold_start
             && self.calls_of_one_length()
             && holds_one_length(w, latency)
