@@ -1876,8 +1876,8 @@ fn a_restarted_startup_learns_a_no_load_latency_its_calls_show_stale() {
     // `fifo-16x10ms` at 3x with `--twice`, seed 3: after the recovery's
     // probe the no-load latency stood at 21.5 ms for calls of 10; a
     // window of 10.6 ms at 18 slots restarted a startup, whose window at
-    // 22.5 slots read 12.1 ms. Both learn it down, a third of the way
-    // each (their calls waited for slots), as in the steady state.
+    // 22.5 slots read 12.1 ms. Both learn it down, 0.3 of the way each
+    // (their calls waited for slots), as in the steady state.
     let mut auto = steady(0.0215, 1550.0, 1550.0);
     auto.next_limit(&recorded((18.0, 179, 100.0, 10.6, 0.0)));
     assert!(auto.in_startup());
