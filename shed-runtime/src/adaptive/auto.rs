@@ -556,9 +556,16 @@ impl Auto {
     }
 
     /// Moves the no-load latency `weight` of the way to `latency`.
+    ///
+    /// As a weighted mean of the two, not as `d + (latency - d) *
+    /// weight`: with a weight of 1 that form cancels to 0 when `d` is
+    /// many orders above `latency` (a no-load latency of 2.4e7 s, scaled
+    /// by a window of absurd throughput, met calls of 1 ns), and a
+    /// no-load latency of 0 made the bandwidth-delay product, and with it
+    /// the limit, 0.
     fn learn_no_load(&mut self, latency: f64, weight: f64) {
         self.no_load = Some(match self.no_load {
-            Some(d) => d + (latency - d) * weight,
+            Some(d) => d * (1.0 - weight) + latency * weight,
             None => latency,
         });
     }

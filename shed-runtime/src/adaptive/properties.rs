@@ -219,3 +219,56 @@ proptest! {
         drive(gradient, start, windows, false, |_| Ok(()))?;
     }
 }
+
+/// A window as the property tests write it: `completed` calls of mean
+/// `latency_us`, `max_in_flight`, `finished` calls in `elapsed_us`,
+/// `waiting` for slots or not, `waiters` at its close.
+fn window(
+    completed: u64,
+    latency_us: u64,
+    max_in_flight: u64,
+    finished: u64,
+    elapsed_us: u64,
+    waiting: bool,
+    waiters: u64,
+) -> Reported {
+    Reported {
+        completed,
+        latency: Duration::from_micros(latency_us),
+        shortest_share: 0.0,
+        max_in_flight,
+        late: 0,
+        finished,
+        elapsed: Duration::from_micros(elapsed_us),
+        waiting,
+        waiters,
+        arrived: 0,
+    }
+}
+
+/// The sequence the 10,000-case run found (CI, 68b4ece): `Auto` asked
+/// for a limit of 0 after a window of 32 calls in 1 µs, with nothing in
+/// flight and 21 calls waiting at its close.
+#[test]
+fn auto_asks_for_a_limit_above_zero_after_a_crowded_window_of_instant_calls() {
+    let windows = vec![
+        window(1, 0, 0, 0, 0, false, 0),
+        window(1, 0, 0, 32, 79, true, 0),
+        window(16, 673_390, 0, 1, 2, true, 0),
+        window(1, 0, 71, 1, 1, false, 0),
+        window(1, 0, 0, 0, 0, false, 0),
+        window(16, 177, 0, 680_669, 1, false, 0),
+        window(16, 221, 0, 1, 1, true, 0),
+        window(16, 4_816_271, 71, 1, 239_616, false, 0),
+        window(1, 0, 0, 1, 159_744, true, 0),
+        window(5, 0, 0, 32, 1, false, 21),
+    ];
+    let result = drive(
+        Auto::default(),
+        59.52428341192045,
+        windows,
+        true,
+        |_| Ok(()),
+    );
+    assert!(result.is_ok(), "{result:?}");
+}

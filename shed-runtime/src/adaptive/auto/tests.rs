@@ -1887,3 +1887,19 @@ fn a_restarted_startup_learns_a_no_load_latency_its_calls_show_stale() {
     let learned = no_load_ms(&auto);
     assert!((learned - 16.39).abs() < 0.01, "{learned} ms");
 }
+
+/// A no-load latency many orders above a window's latency, learned with
+/// a weight of 1, becomes that latency, not 0 (`d + (latency - d)`
+/// cancels to 0 in floating point for 2.4e7 s and 1 ns).
+#[test]
+fn a_no_load_latency_learned_at_once_from_a_far_higher_one_is_the_windows() {
+    let mut auto = Auto {
+        no_load: Some(2.4e7),
+        ..Auto::default()
+    };
+    auto.learn_no_load(1e-9, 1.0);
+    assert_eq!(auto.no_load, Some(1e-9));
+    auto.learn_no_load(2e-9, 0.5);
+    let halfway = auto.no_load.expect("a no-load latency");
+    assert!((halfway - 1.5e-9).abs() < 1e-18, "{halfway}");
+}
