@@ -63,6 +63,14 @@ const ONE_LENGTH_PROBE_EVERY: f64 = 10.0;
 /// 200 ms kept at most 42 calls waiting at 2 slots, its pools of 200 to
 /// 1,000 workers of 100-200 ms, at 0.8x as at 3x, 425 to 7,126.
 const CROWD: u64 = 64;
+/// The shortest latency, in seconds, a window's mean reads as, and the
+/// no-load latency and service time are reported as: a `Duration`'s
+/// resolution. A mean of 0 (no call timed, or calls under a nanosecond)
+/// would divide the rules' ratios by 0. A recovery scales the no-load
+/// latency down by the throughput's rise, which a window of absurd
+/// throughput (140,883 calls in 1 µs) took to 1e-12 s, and reported as a
+/// `Duration` of 0 it set the default budgets' scale to 0.
+const SHORTEST_LATENCY: f64 = 1e-9;
 
 /// The default adaptive limit: finds the concurrency a service sustains
 /// from what its completions show, with no latency target to pick.
@@ -415,7 +423,7 @@ impl Auto {
     /// The lowest recent window latency: the service time without a
     /// queue inside the service, as far as the limiter has seen.
     pub fn no_load_latency(&self) -> Option<Duration> {
-        self.no_load.map(Duration::from_secs_f64)
+        self.no_load.map(latency_duration)
     }
 
     /// The calls' mean service time without a queue inside the service:
@@ -428,7 +436,7 @@ impl Auto {
     /// of 4 workers of 1 ms at 0.8 load that waited longest.
     pub fn service_time(&self) -> Option<Duration> {
         self.no_load
-            .map(|d| Duration::from_secs_f64(d * self.mean_over_lowest))
+            .map(|d| latency_duration(d * self.mean_over_lowest))
     }
 
     /// Whether the limit is still in its startup (growing fast).
@@ -617,6 +625,12 @@ impl LimitAlgorithm for Auto {
     }
 }
 
+/// A latency in seconds as a `Duration` of one nanosecond at least (see
+/// [`SHORTEST_LATENCY`]).
+fn latency_duration(seconds: f64) -> Duration {
+    Duration::from_secs_f64(seconds.max(SHORTEST_LATENCY))
+}
+
 /// What `decide` reads from one window.
 #[derive(Debug, Clone, Copy)]
 struct Reading {
@@ -651,7 +665,7 @@ impl Auto {
                 w.limit
             };
         }
-        let latency = w.avg_latency.as_secs_f64().max(1e-9);
+        let latency = w.avg_latency.as_secs_f64().max(SHORTEST_LATENCY);
         // Calls of one length that start together end together: a window
         // that closes just after a batch of completions reads a rate its
         // slots cannot sustain (a 16-connection database read 852 calls a

@@ -5,7 +5,7 @@
 use super::stats::{
     holds_one_length, queued_calls, ran_without_queue, standard_error, unfilled_limit, Pool,
 };
-use super::{Auto, Reading, Window, CROWD, MIN_SAMPLES, QUEUED_CALLS};
+use super::{Auto, Reading, Window, CROWD, MIN_SAMPLES, QUEUED_CALLS, SHORTEST_LATENCY};
 
 /// A startup window's mean latency over the no-load one that shows calls
 /// queueing inside the service.
@@ -613,7 +613,8 @@ impl Auto {
         // to 5, doubled to 10, and ended at 4.1, every 1.1 s.
         match (self.rise_from.take(), self.no_load) {
             (Some(from), Some(d)) if self.of_one_length(w, d) => {
-                let ran = ran_without_queue(w, w.avg_latency.as_secs_f64().max(1e-9), d);
+                let ran =
+                    ran_without_queue(w, w.avg_latency.as_secs_f64().max(SHORTEST_LATENCY), d);
                 settled.max(from).max(ran).min(w.limit)
             }
             (Some(from), _) => settled.max(from).min(w.limit),
