@@ -358,9 +358,14 @@ fn a_second_slowdown_below_capacity_finds_the_limit_brought_back_to_the_pool() {
     // this less than it seemed: 23 of seeds 0..48 serve under 85% of
     // their first slowdown in their second at 61269e8, in some of them a
     // recovery's restarted startup still doubles past the pool (see
-    // docs/defaults.md, *A second slowdown*).
+    // docs/defaults.md, *A second slowdown*). Seeds 8..16 hold two of
+    // them: seed 8 (2,273 slots before the second slowdown, which served
+    // 42% of the first) and seed 10 (2,441 slots, 31%). A recovery that a
+    // restarted startup's long windows split now ends that startup, and
+    // the no-load latency is the one from before the slowdown once the
+    // throughput is back (1,566 and 1,214 slots; 51% and 76%).
     let (mut first_total, mut second_total, mut limits) = (0, 0, Vec::new());
-    for seed in 0..8 {
+    for seed in 0..16 {
         let shed = run_twice("fifo-1000x200ms-exp-10x", seed, 0.8);
         let served = |from, to| -> u64 { seconds(&shed, from, to).iter().map(|s| s.0).sum() };
         let (first, second) = (served(7, 11), served(21, 25));
@@ -377,7 +382,7 @@ fn a_second_slowdown_below_capacity_finds_the_limit_brought_back_to_the_pool() {
         "the second slowdowns served {second_total} in time, the first {first_total}"
     );
     assert!(
-        limits.iter().sum::<u64>() <= 8 * 1_500,
+        limits.iter().sum::<u64>() <= 16 * 1_500,
         "the limits before the second slowdown, for 1,000 workers: {limits:?}"
     );
 }
@@ -518,9 +523,12 @@ fn a_recovery_of_a_large_pool_during_a_restarted_startup_does_not_double_its_lim
     // before the change as after: their limits between the slowdowns
     // stayed at 2,820 slots or fewer and their seconds at 3,759 calls in
     // time or more, and their second slowdowns served 88% to 90% of the
-    // slowed pool's capacity.
+    // slowed pool's capacity. Seeds 8..16 still met such windows: the
+    // limits of seeds 8 and 13 passed 3,000 slots between the slowdowns,
+    // the recovery's mean of slowed calls and fast left as the no-load
+    // latency (see `Auto::learn_no_load_back_at_speed`).
     let mut second_total = 0;
-    for seed in 0..8 {
+    for seed in 0..16 {
         let shed = run_twice("fifo-1000x200ms-exp-10x", seed, 3.0);
         let between = seconds(&shed, 13, 20);
         assert!(
@@ -534,7 +542,7 @@ fn a_recovery_of_a_large_pool_during_a_restarted_startup_does_not_double_its_lim
         second_total += seconds(&shed, 21, 25).iter().map(|s| s.0).sum::<u64>();
     }
     assert!(
-        100 * second_total >= 85 * 8 * 4 * 1_250,
+        100 * second_total >= 85 * 16 * 4 * 1_250,
         "the second slowdowns' seconds served {second_total} calls in time (1,250 a second)"
     );
 }

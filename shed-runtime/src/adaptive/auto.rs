@@ -183,11 +183,16 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   its fall (the window itself, of slow calls and fast, is not judged
 ///   further); a shorter window, or calls of one length, send the next
 ///   probe to half the limit. In a startup restarted from the steady
-///   state, such a window whose rate per slot is also 1.5 times the last
-///   window's, with a mean below the no-load latency by more than its
-///   noise, is a recovery too, not concurrency found: the startup ends
-///   at the limit, the mean becomes the no-load latency, and the next
-///   probe tries the limit before the last slowdown. A restarted
+///   state, such a window whose rate per slot is also above the last
+///   window's by three standard errors of its count (a tenth at least),
+///   with a mean below the no-load latency by more than its noise, is a
+///   recovery too, not concurrency found: the startup ends at the limit,
+///   the mean becomes the no-load latency, and the next probe tries the
+///   limit before the last slowdown. Once a window with calls waiting
+///   shows the throughput back at what it was before the last slowdown,
+///   the no-load latency is the one from then, times how much longer a
+///   call a second holds a slot (Little's law, never less); a throughput
+///   above that one only lowers it. A restarted
 ///   startup's window of 128 calls or more whose mean is 1.2 times the
 ///   no-load latency ends it, whatever its throughput read (its windows
 ///   are long, and a recovery inside one reads as the throughput
@@ -354,7 +359,9 @@ pub struct Auto {
     /// start's pooled windows read it (see [`Auto::service_time`]).
     mean_over_lowest: f64,
     /// The service before the last slowdown scaled the no-load latency,
-    /// until a recovery shows (see `Auto::note_unslowed_rate`).
+    /// until a recovery shows and the no-load latency is back near its
+    /// own (see `Auto::note_unslowed_rate` and
+    /// `Auto::learn_no_load_back_at_speed`).
     unslowed: Option<Unslowed>,
     /// The limit the next probe tries: the one before the slowdown, once
     /// the throughput is back (see `Auto::note_unslowed_rate`).
@@ -790,7 +797,11 @@ impl Auto {
         if w.probe {
             return self.after_probe(w, r);
         }
-        if self.note_recovery(w, r) {
+        // After the recovery's own reading, which the speed before the
+        // slowdown corrects once the throughput is back at it.
+        let recovered = self.note_recovery(w, r);
+        self.learn_no_load_back_at_speed(w, r);
+        if recovered {
             // The recovery's window mixes calls slowed before it with
             // fast ones: judged against the no-load latency it just
             // scaled, its mean read as a queue, and 70 slots for 64

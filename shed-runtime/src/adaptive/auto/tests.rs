@@ -1903,3 +1903,86 @@ fn a_no_load_latency_learned_at_once_from_a_far_higher_one_is_the_windows() {
     let halfway = auto.no_load.expect("a no-load latency");
     assert!((halfway - 1.5e-9).abs() < 1e-18, "{halfway}");
 }
+
+#[test]
+fn a_throughput_back_at_its_speed_before_the_slowdown_brings_back_the_no_load_latency() {
+    // `fifo-1000x200ms` at 3x with `--twice`, seed 4, the cold start's
+    // lowest reading kept near its pool: the slowdown scaled the no-load
+    // latency from 200.2 ms, at 1,238 slots and 5,025 calls a second. The
+    // recovery left it at 362.2 ms, the mean of slowed calls and fast,
+    // and a window at 1,207 slots restarted a startup. Its window at
+    // 1,509 slots read 4,765 calls a second, of 337.8 ms: no queue
+    // against 362 ms, and the limit doubled to 3,018 for 1,000 workers.
+    let mut auto = steady(0.3622, 4225.4, 4225.4);
+    auto.unslowed = Some(Unslowed {
+        no_load: 0.2002,
+        rate: 5025.5,
+        limit: 1238.3,
+    });
+    let restarted = auto.next_limit(&recorded((1207.3, 3300, 781.0, 362.2, 42.0)));
+    assert!(auto.in_startup(), "{restarted}");
+    assert!((restarted - 1509.1).abs() < 0.1, "{restarted}");
+    // Back at the speed before the slowdown: the no-load latency is the
+    // one from then, times how much longer a call a second holds a slot
+    // (1,509 slots for 4,765 calls a second against 1,238 for 5,025),
+    // and the queue inside the service shows.
+    let next = auto.next_limit(&recorded((restarted, 6905, 1449.0, 337.8, 44.0)));
+    let no_load = no_load_ms(&auto);
+    assert!((no_load - 257.3).abs() < 0.1, "{no_load} ms");
+    assert!(next <= restarted, "{next}");
+}
+
+#[test]
+fn a_recovery_split_by_a_restarted_startups_long_windows_ends_it() {
+    // `fifo-1000x200ms` at 0.8x with `--twice`, seed 3: a startup
+    // restarted in the slowdown, on a no-load latency of 795 ms, ran
+    // windows of 3.2 s. The recovery came in the one at 1,529 slots,
+    // which completed 1.2 times as many calls a slot as the window before
+    // and doubled the limit; the next, wholly recovered, 1.24 times
+    // (15,023 calls, of 632 ms), and doubled it again, to 6,115 slots.
+    let mut auto = steady(0.795, 1273.0, 1273.0);
+    auto.unslowed = Some(Unslowed {
+        no_load: 0.193,
+        rate: 3809.3,
+        limit: 1636.0,
+    });
+    let restarted = auto.next_limit(&recorded((1223.0, 1731, 1590.0, 782.1, 153.0)));
+    assert!(auto.in_startup(), "{restarted}");
+    let split = auto.next_limit(&recorded((restarted, 6023, 3180.0, 803.4, 135.0)));
+    assert!((split - 2.0 * restarted).abs() < 0.1, "{split}");
+    // Each slot faster beyond the window's noise, calls below the no-load
+    // latency: a recovery, which ends the startup at the limit.
+    let recovered = recorded((split, 15023, 3180.0, 632.3, 129.0));
+    assert_eq!(auto.next_limit(&recovered), split);
+    assert!(!auto.in_startup());
+    // Its mean, of slowed calls and fast, is not the no-load latency:
+    // the throughput above the one before the slowdown (the load's)
+    // brings back the one from then, times how much longer a call a
+    // second holds a slot now (a queue inside the service, past the
+    // pool).
+    let no_load = no_load_ms(&auto);
+    assert!((no_load - 290.8).abs() < 0.1, "{no_load} ms");
+    assert_eq!(auto.probe_limit(split), Some(1636.0));
+}
+
+#[test]
+fn a_cold_starts_lucky_first_window_does_not_outlive_the_pool_that_read_the_calls() {
+    // 1,000 workers of 100 ms calls of varying length: the first window's
+    // 12 calls at 2 slots came in 480 ms, a rate that Little's law reads
+    // as calls of 80 ms; every window after it reads them as they are
+    // (a mean of 92 ms, the short calls of a rise completing first).
+    let mut auto = Auto::default();
+    let mut limit = auto.next_limit(&recorded((2.0, 12, 480.0, 85.0, 2.0)));
+    let lucky = no_load_ms(&auto);
+    assert!(lucky <= 80.0, "the first window reads low: {lucky} ms");
+    while limit < 1000.0 {
+        let calls = limit.max(12.0).round();
+        let elapsed_ms = calls / limit * 100.0;
+        limit = auto.next_limit(&recorded((limit, calls as u64, elapsed_ms, 92.0, 2.0)));
+    }
+    let kept = no_load_ms(&auto);
+    assert!(
+        kept > 88.0,
+        "once the pool's windows followed their rise, the lowest reading stays within their noise: {lucky} ms then {kept} ms"
+    );
+}
