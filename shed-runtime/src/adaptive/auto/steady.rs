@@ -289,10 +289,11 @@ impl Auto {
     /// runs passed 3,000 slots there before, none since.
     ///
     /// A throughput back at the one before (within [`RECOVERED`] either
-    /// way) sets it, even up: a recovery's scale by the rise it read
-    /// among slowed calls can take it far below the service's calls. One
-    /// above it (below capacity, the rate before was the load's, and a
-    /// backlog's drain runs at the pool's) only lowers it.
+    /// way) sets it, up as well as down: the one from before the slowdown
+    /// was read over a steady state's windows at this speed, what the
+    /// recovery left over a few windows that were not. One above it
+    /// (below capacity, the rate before was the load's, and a backlog's
+    /// drain runs at the pool's) only lowers it.
     pub(super) fn learn_no_load_back_at_speed(&mut self, w: &Window, r: Reading) {
         let Some(before) = self.unslowed else {
             return;
