@@ -330,6 +330,24 @@ fn steady(no_load: f64, usual: f64, best: f64) -> Auto {
     auto
 }
 
+/// [`steady`] after a slowdown scaled its no-load latency to `no_load`
+/// (seconds), its usual throughput now `usual`; `before` is what the
+/// service did before the slowdown: (no-load latency, calls a second,
+/// limit).
+fn after_slowdown(
+    no_load: f64,
+    usual: f64,
+    (before_no_load, rate, limit): (f64, f64, f64),
+) -> Auto {
+    let mut auto = steady(no_load, usual, usual);
+    auto.unslowed = Some(Unslowed {
+        no_load: before_no_load,
+        rate,
+        limit,
+    });
+    auto
+}
+
 #[test]
 fn a_queue_that_outlasts_the_shrink_is_probed_before_its_latency_is_learned() {
     // 16 workers of 10 ms; one lucky window read 2,300 calls a second
@@ -381,15 +399,7 @@ fn a_throughput_back_from_a_slowdown_probes_the_limit_before_it() {
     // 32 ms; after the recovery the limit stood at 80 slots, at which the
     // pool's queue of 64 calls read as none. Back at its 1,600 calls a
     // second, the next probe tries the 20 slots it had before.
-    let slowed = || {
-        let mut auto = steady(0.032, 1600.0, 1600.0);
-        auto.unslowed = Some(Unslowed {
-            no_load: 0.010,
-            rate: 1600.0,
-            limit: 20.0,
-        });
-        auto
-    };
+    let slowed = || after_slowdown(0.032, 1600.0, (0.010, 1600.0, 20.0));
     let mut pool = slowed();
     pool.next_limit(&window(45.0, 80.0, 160, true));
     assert_eq!(pool.probe_limit(80.0), Some(20.0));
@@ -422,12 +432,7 @@ fn a_recovery_during_a_restarted_startup_ends_it_and_probes_the_limit_before_the
     // 4,597 calls a second (1,936 before), as if the throughput followed
     // the limit: it doubled to 2,377, then 4,754, and the drain served
     // 36% of the pool's capacity for a second.
-    let mut auto = steady(0.6013, 1300.0, 1300.0);
-    auto.unslowed = Some(Unslowed {
-        no_load: 0.1578,
-        rate: 5000.0,
-        limit: 980.0,
-    });
+    let mut auto = after_slowdown(0.6013, 1300.0, (0.1578, 5000.0, 980.0));
     let restarted = auto.next_limit(&recorded((950.7, 2329, 1203.0, 629.0, 0.0)));
     assert!((restarted - 1188.4).abs() < 0.1, "{restarted}");
     // Each slot completes twice as many calls, of a mean below the
@@ -1913,12 +1918,7 @@ fn a_throughput_back_at_its_speed_before_the_slowdown_brings_back_the_no_load_la
     // and a window at 1,207 slots restarted a startup. Its window at
     // 1,509 slots read 4,765 calls a second, of 337.8 ms: no queue
     // against 362 ms, and the limit doubled to 3,018 for 1,000 workers.
-    let mut auto = steady(0.3622, 4225.4, 4225.4);
-    auto.unslowed = Some(Unslowed {
-        no_load: 0.2002,
-        rate: 5025.5,
-        limit: 1238.3,
-    });
+    let mut auto = after_slowdown(0.3622, 4225.4, (0.2002, 5025.5, 1238.3));
     let restarted = auto.next_limit(&recorded((1207.3, 3300, 781.0, 362.2, 42.0)));
     assert!(auto.in_startup(), "{restarted}");
     assert!((restarted - 1509.1).abs() < 0.1, "{restarted}");
@@ -1940,12 +1940,7 @@ fn a_recovery_split_by_a_restarted_startups_long_windows_ends_it() {
     // which completed 1.2 times as many calls a slot as the window before
     // and doubled the limit; the next, wholly recovered, 1.24 times
     // (15,023 calls, of 632 ms), and doubled it again, to 6,115 slots.
-    let mut auto = steady(0.795, 1273.0, 1273.0);
-    auto.unslowed = Some(Unslowed {
-        no_load: 0.193,
-        rate: 3809.3,
-        limit: 1636.0,
-    });
+    let mut auto = after_slowdown(0.795, 1273.0, (0.193, 3809.3, 1636.0));
     let restarted = auto.next_limit(&recorded((1223.0, 1731, 1590.0, 782.1, 153.0)));
     assert!(auto.in_startup(), "{restarted}");
     let split = auto.next_limit(&recorded((restarted, 6023, 3180.0, 803.4, 135.0)));
