@@ -8,7 +8,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::budget_scale::{BudgetScale, Unlearned};
-use super::{Auto, Driver, Window, CROWD, MIN_SAMPLES};
+use super::{
+    slow_to_gather, Auto, Driver, Window, CROWD, FIRST_WINDOW_LONGEST, MIN_SAMPLES, STARTUP_SAMPLES,
+};
 use crate::class::ClassSpec;
 use crate::limiter::Inner;
 use crate::sync::Stoppable;
@@ -84,22 +86,6 @@ const STEADY_CALLS_PER_SLOT: f64 = 4.0;
 /// seconds (at 3x, 14 of 16 runs kept every second at 80% with windows of
 /// 4 calls, 6 with 8).
 const SMALL_POOL: f64 = 8.0;
-
-/// The fewest measured calls a startup window needs, whatever the limit:
-/// the first windows of two or four calls read a rate off by 2x, which
-/// set the no-load latency and ended the startup far below the pool. Chosen
-/// on the defaults grid (seeds 0..8) and checked on seeds 8..16: 12 met the
-/// goal at 3x on 7 of 10 shapes there, 16 on 6 (`fifo-64x50ms-const`
-/// 57%), and 8 and 24 lost `fifo-1000x200ms` (29% and 44%); each window
-/// costs the slowest pools 12 service times at a limit of 1.
-const STARTUP_SAMPLES: f64 = 12.0;
-
-/// How long a first window of slow calls waits for its
-/// [`STARTUP_SAMPLES`] while a crowd waits for its slots (see
-/// [`AutoControl::first_window_due`]); 0.3 s and 0.7 s met the goals of
-/// the defaults grid on about as many runs (tried before its latency
-/// gate).
-const FIRST_WINDOW_LONGEST: Duration = Duration::from_millis(500);
 
 /// The fewest calls a slot a first window closed early measures (see
 /// [`AutoControl::first_window_due`]): six at the initial 2 slots.
@@ -214,10 +200,9 @@ impl AutoControl {
         next_close == 0
             && since >= nanos(FIRST_WINDOW_LONGEST)
             && inner.completions_so_far() >= FIRST_WINDOW_CALLS_PER_SLOT * slots
-            && inner.mean_so_far().is_some_and(|mean| {
-                mean.as_secs_f64() * STARTUP_SAMPLES / slots as f64
-                    >= FIRST_WINDOW_LONGEST.as_secs_f64()
-            })
+            && inner
+                .mean_so_far()
+                .is_some_and(|mean| slow_to_gather(mean.as_secs_f64(), slots as f64))
             && inner.queued().0 as u64 >= CROWD
     }
 

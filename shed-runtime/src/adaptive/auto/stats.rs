@@ -117,14 +117,15 @@ pub(super) fn ran_without_queue(w: &Window, latency: f64, no_load: f64) -> f64 {
     w.max_in_flight as f64 * (no_load / latency).min(1.0)
 }
 
-/// A limit window `w` did not fill, brought down to `room` times the most
-/// calls in flight in it, but not below `floor` nor 2 slots, nor above the
-/// limit (see `Auto::unfilled` and the cold start's fourfold rule).
-pub(super) fn unfilled_limit(w: &Window, room: f64, floor: f64) -> f64 {
+/// A limit `from` that window `w` did not fill (the window's own, or the
+/// one a probe in it left), brought down to `room` times the most calls in
+/// flight in the window, but not below `floor` nor 2 slots, nor above
+/// `from` (see `Auto::unfilled` and the cold start's fourfold rule).
+pub(super) fn unfilled_limit(w: &Window, from: f64, room: f64, floor: f64) -> f64 {
     (room * w.max_in_flight as f64)
         .max(floor)
         .max(2.0)
-        .min(w.limit)
+        .min(from)
 }
 
 /// The relative noise of a mean or a rate read from `n` calls (one

@@ -99,6 +99,13 @@ impl Auto {
             self.stale = 0;
             self.stale_latency = f64::INFINITY;
         }
+        // A probe the load left unfilled at fewer slots shows the limit it
+        // left unfilled too: it comes back only as far as any unfilled
+        // limit does (`Auto::unfilled`), with the no-load latency the
+        // probe read.
+        if !binds {
+            return self.unfilled(w, restore, latency, self.calls_of_one_length());
+        }
         restore
     }
 
@@ -527,6 +534,6 @@ impl Auto {
         // startup that ended on a backlog's drain left one at 3.3 times
         // the product for 1,000 workers, and the next slowdown queued
         // its slowed calls past every client's timeout.
-        self.unfilled(w, latency, one_length)
+        self.unfilled(w, w.limit, latency, one_length)
     }
 }

@@ -424,6 +424,41 @@ fn a_throughput_back_from_a_slowdown_probes_the_limit_before_it() {
 }
 
 #[test]
+fn a_probe_the_load_left_unfilled_goes_back_only_as_far_as_an_unfilled_limit() {
+    // `fifo-1000x200ms` at 0.8 load with `--twice`, seed 7, with the jump
+    // to the demand: the startup the recovery restarted ended at 2,218
+    // slots, which the load (4,000 calls a second) left unfilled, with a
+    // no-load latency of 521 ms still learned in the slowdown. The probe
+    // at the 836 slots before the slowdown did not bind either: no call
+    // waited, fewer than 836 were in flight, its calls took 214 ms, 3,907
+    // a second. Back at 2,218 slots, the second
+    // slowdown queued its slowed calls past every client's 2 s (its
+    // seconds served 192, 764, 804 and 448 calls in time, the first's
+    // 470, 1,210, 1,182 and 1,943).
+    let mut auto = steady(0.521, 4373.5, 5006.3);
+    auto.before_probe = Some(2217.7);
+    let probe = Window {
+        probe: true,
+        waiting: false,
+        max_in_flight: 800,
+        ..recorded((836.0, 4134, 1058.0, 214.3, 1.0))
+    };
+    // The limit it goes back to is what any unfilled limit comes down to:
+    // the product, with its headroom, at the latency the probe read.
+    let product = auto.headroom * 5006.3 * 0.2143;
+    let limit = auto.next_limit(&probe);
+    assert!((limit - product).abs() < 0.5, "{limit} against {product}");
+    // A probe the load filled goes back to the limit it left (above).
+    let mut filled = steady(0.521, 4373.5, 5006.3);
+    filled.before_probe = Some(2217.7);
+    let bound = Window {
+        probe: true,
+        ..recorded((836.0, 3300, 1058.0, 250.0, 1.0))
+    };
+    assert_eq!(filled.next_limit(&bound), 2217.7);
+}
+
+#[test]
 fn a_recovery_during_a_restarted_startup_ends_it_and_probes_the_limit_before_the_slowdown() {
     // `fifo-1000x200ms` at 3x with `--twice`, seed 0: the slowdown scaled
     // the no-load latency from 157.8 ms to 601.3 ms at 980 slots. A
@@ -1541,6 +1576,45 @@ fn a_cold_start_that_stalls_at_a_few_slots_while_a_crowd_waits_goes_on() {
         (190.0..=260.0).contains(&learned),
         "the stalled windows' and the rise's reading of calls of 200 ms, not the first window's 96 ms: {learned} ms"
     );
+}
+
+/// A cold-start window of `calls` of varying length at `limit` (see
+/// [`recorded`]) that `waiters` waited through while `arrived` came.
+fn in_a_crowd(row: (f64, u64, f64, f64, f64), waiters: u64, arrived: u64) -> Window {
+    Window {
+        waiters,
+        arrived,
+        ..recorded(row)
+    }
+}
+
+#[test]
+fn a_cold_start_in_a_crowd_of_slow_calls_grows_to_a_quarter_of_the_demand() {
+    // `fifo-1000x200ms` at 3x, seed 7: the first window, 8 calls at 2
+    // slots in 605 ms (a mean of 121.9 ms, the short ones first), while
+    // 9,111 calls came, 5,540 of them still waiting: 15,060 calls a
+    // second, which at that latency would hold 1,836 slots with no
+    // queue. Doubling, the cold start took seconds to find the pool.
+    let first = (2.0, 8, 605.0, 121.9, 6.0);
+    let demand = 9111.0 / 0.605 * 0.1219;
+    let mut auto = Auto::default();
+    let limit = auto.next_limit(&in_a_crowd(first, 5540, 9111));
+    assert!(
+        (limit - 0.25 * demand).abs() < 0.5 && auto.in_startup(),
+        "{limit} against a quarter of {demand}"
+    );
+    // The next window rose with it, and doubles, above its own quarter.
+    let next = auto.next_limit(&in_a_crowd((limit, 375, 152.0, 58.7, 0.0), 4960, 2220));
+    assert!((next - 2.0 * limit).abs() < 1e-9, "{next}");
+    // Without a crowd, the same window grows as any other.
+    let mut few = Auto::default();
+    assert!(few.next_limit(&in_a_crowd(first, CROWD - 1, 9111)) <= 8.0);
+    // Calls quick to gather (a dozen of 10 ms take 15 ms at 8 slots) grow
+    // as any other too: a lucky window of them would set the rising
+    // windows' rate.
+    let mut quick = Auto::default();
+    let fast = in_a_crowd((2.0, 12, 60.0, 10.0, 1.0), 5540, 9111);
+    assert!(quick.next_limit(&fast) <= 8.0);
 }
 
 #[test]
