@@ -523,16 +523,16 @@ impl Auto {
         }
     }
 
-    /// The limit after window `w`, in which no call waited for a slot
-    /// (its calls' mean latency `latency`, of about `one_length` or not),
-    /// brought down from `from`:
-    /// like a TCP sender's window its application leaves unused (RFC
-    /// 7661), a quarter above the most calls in flight in it (twice that
+    /// The limit `from` (the window's own, or the one a probe in it left)
+    /// after window `w`, in which no call waited for a slot (its calls'
+    /// mean latency `latency`, of about `one_length` or not): like a TCP
+    /// sender's window its application leaves unused (RFC 7661), a
+    /// quarter above the most calls in flight in it (twice that
     /// left 1,684 slots for 1,000 workers at 0.8 load, and a slowdown then
     /// queued 684 slowed calls inside the service), but never below what
     /// the service was measured to sustain (the product with its
     /// headroom, which a burst after a quiet spell needs at once) nor
-    /// above the limit. The product takes the window's latency if lower
+    /// above `from`. The product takes the window's latency if lower
     /// than the no-load one: calls that did not wait for a slot below
     /// capacity barely queue inside the service, and a no-load latency
     /// learned in a slowdown and not yet unlearned (542 ms for 1,000
