@@ -438,11 +438,10 @@ impl Auto {
     /// that rate times the calls' latency is the concurrency the demand
     /// would hold: 0.8 times the pool at 0.8 load, three times at 3x.
     /// Doubling from 2 slots, 1,000 workers of 200 ms were found up to
-    /// 2.4 s after the cold start (over 2 s on 7 runs of 32 at 3x, and
-    /// the drain of the window that found them cost a second at 80% on
-    /// 25); jumping, within 0.4-0.6 s (`fifo-1000x200ms` seed 40 at 3x:
-    /// from 2 slots to 606, then 2,422, and the startup ended at 1,154
-    /// slots 1.6 s after the start instead of 3.3 s). A quarter, and only
+    /// 2.4 s after the cold start (worst of seeds 0..8; over 2 s on 7 runs
+    /// of 32 at 3x); jumping, within 0.4-0.6 s (on 6cc12ff, seed 40 at 3x
+    /// went from 2 slots to 606, then 2,422, and the startup ended at
+    /// 1,154 slots 1.6 s after the start instead of 3.3 s). A quarter, and only
     /// from a window that rose, because the window's mean is the short
     /// calls' right after a rise and the next window still judges the
     /// rise. Not for calls of one length: the first window after a jump
@@ -451,7 +450,8 @@ impl Auto {
     /// such windows to 1,269 slots. Not for calls quick to gather: a
     /// lucky window of 13 calls in 11 ms at 8 slots set the rising
     /// windows' rate for 16 workers of 10 ms, and the startup ended at 53
-    /// slots (every second at 80% at 3x on 12 runs of 32 instead of 21).
+    /// slots (every second at 80% at 3x on 12 runs of 32 instead of 21;
+    /// both gates measured on 6cc12ff, see `docs/defaults.md`).
     fn demand_in_a_crowd(&self, w: &Window, latency: f64) -> Option<f64> {
         let crowded = !self.restarted
             && !self.calls_of_one_length()

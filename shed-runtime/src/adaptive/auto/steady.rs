@@ -290,8 +290,9 @@ impl Auto {
     /// taken from their mean, is a guess: 1,000 workers of 200 ms kept
     /// 306-362 ms after their recovery (the mean of slowed calls and
     /// fast; `--twice` seed 4 at 3x, with the cold start's floor of
-    /// `Auto::keep_lowest_near_the_pool`); a queue inside the service of five hundred calls read as
-    /// none against it, a restarted startup doubled the limit from 1,509
+    /// `Auto::keep_lowest_near_the_pool`); a queue inside the service of
+    /// five hundred calls read as none against it, a restarted startup
+    /// doubled the limit from 1,509
     /// slots to 3,018 between the slowdowns, and the next one met a
     /// limit of twice the pool. Over seeds 0..48 of `--twice` at 3x, 10
     /// runs passed 3,000 slots there before, none since.

@@ -1539,13 +1539,18 @@ const A_LUCKY_FIRST_WINDOW_IN_A_CROWD: [(f64, u64, f64, f64, f64); 4] = [
 fn replay_with(auto: &mut Auto, waiters: u64, windows: &[(f64, u64, f64, f64, f64)]) -> Vec<f64> {
     windows
         .iter()
-        .map(|&row| {
-            auto.next_limit(&Window {
-                waiters,
-                ..recorded(row)
-            })
-        })
+        .map(|&row| auto.next_limit(&in_a_crowd(row, waiters, 0)))
         .collect()
+}
+
+/// A cold-start window of `calls` of varying length at `limit` (see
+/// [`recorded`]) that `waiters` waited through while `arrived` came.
+fn in_a_crowd(row: (f64, u64, f64, f64, f64), waiters: u64, arrived: u64) -> Window {
+    Window {
+        waiters,
+        arrived,
+        ..recorded(row)
+    }
 }
 
 #[test]
@@ -1578,16 +1583,6 @@ fn a_cold_start_that_stalls_at_a_few_slots_while_a_crowd_waits_goes_on() {
     );
 }
 
-/// A cold-start window of `calls` of varying length at `limit` (see
-/// [`recorded`]) that `waiters` waited through while `arrived` came.
-fn in_a_crowd(row: (f64, u64, f64, f64, f64), waiters: u64, arrived: u64) -> Window {
-    Window {
-        waiters,
-        arrived,
-        ..recorded(row)
-    }
-}
-
 #[test]
 fn a_cold_start_in_a_crowd_of_slow_calls_grows_to_a_quarter_of_the_demand() {
     // `fifo-1000x200ms` at 3x, seed 7: the first window, 8 calls at 2
@@ -1609,12 +1604,25 @@ fn a_cold_start_in_a_crowd_of_slow_calls_grows_to_a_quarter_of_the_demand() {
     // Without a crowd, the same window grows as any other.
     let mut few = Auto::default();
     assert!(few.next_limit(&in_a_crowd(first, CROWD - 1, 9111)) <= 8.0);
-    // Calls quick to gather (a dozen of 10 ms take 15 ms at 8 slots) grow
+    // Calls quick to gather (a dozen of 10 ms take 60 ms at 2 slots) grow
     // as any other too: a lucky window of them would set the rising
     // windows' rate.
     let mut quick = Auto::default();
     let fast = in_a_crowd((2.0, 12, 60.0, 10.0, 1.0), 5540, 9111);
     assert!(quick.next_limit(&fast) <= 8.0);
+    // So do calls of one length (the window right after a jump holds
+    // calls admitted before it), and a startup restarted from the steady
+    // state, whose queue is not a cold start's crowd.
+    let mut one_length = Auto {
+        one_length_votes: (8, 0),
+        ..Auto::default()
+    };
+    assert!(one_length.next_limit(&in_a_crowd(first, 5540, 9111)) <= 8.0);
+    let mut restarted = Auto {
+        restarted: true,
+        ..Auto::default()
+    };
+    assert!(restarted.next_limit(&in_a_crowd(first, 5540, 9111)) <= 8.0);
 }
 
 #[test]
