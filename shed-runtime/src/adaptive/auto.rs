@@ -317,6 +317,16 @@ pub struct Auto {
     /// The usual throughput a slowdown under way is scaled against (see
     /// `steady_step`), set at its first slowed window.
     fall_from: Option<f64>,
+    /// Windows in a row whose throughput had not fallen (see
+    /// `steady_step`) that closed with calls waiting for slots, and in
+    /// which at least as many calls came to wait as finished: the load
+    /// above the limit. A window whose throughput fell neither counts nor
+    /// breaks the run.
+    overloaded_windows: u32,
+    /// Whether the windows before the slowdown under way showed the load
+    /// above the limit (see [`Unslowed::overloaded`]), noted at its first
+    /// slowed window.
+    fall_overloaded: bool,
     /// The limit before the running probe.
     before_probe: Option<f64>,
     /// The last startup window's limit and throughput.
@@ -397,6 +407,11 @@ struct Unslowed {
     no_load: f64,
     rate: f64,
     limit: f64,
+    /// Whether the windows before the slowdown showed the load above the
+    /// limit (see `Auto::overloaded_windows`): the limit was the one the
+    /// service's throughput had set, not one a load below capacity left
+    /// (see `Auto::holds_through_slowdown`).
+    overloaded: bool,
 }
 
 impl Default for Auto {
@@ -420,6 +435,8 @@ impl Default for Auto {
             stale_latency: f64::INFINITY,
             binding_rate: BindingRate::default(),
             fall_from: None,
+            overloaded_windows: 0,
+            fall_overloaded: false,
             before_probe: None,
             startup_last: None,
             startup_stalls: 0,
@@ -859,7 +876,15 @@ impl Auto {
             .get()
             .or_else(|| self.highest_recent_rate())
             .filter(|_| r.rate_binds && !self.startup);
-        if r.rate_binds && !(queueing && usual_rate.is_some_and(|usual| rate < SLOWER * usual)) {
+        let fallen = usual_rate.is_some_and(|usual| rate < SLOWER * usual);
+        if !fallen {
+            self.overloaded_windows = if w.waiting && w.arrived >= w.finished {
+                self.overloaded_windows.saturating_add(1)
+            } else {
+                0
+            };
+        }
+        if r.rate_binds && !(queueing && fallen) {
             self.binding_rate.add(rate, bound_before);
         }
         if self.startup {

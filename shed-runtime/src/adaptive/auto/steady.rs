@@ -23,6 +23,14 @@ const RECOVERY_PROBE_FROM: f64 = 2.0;
 /// many as the longest window after the startup holds, whose rate is read
 /// within an eighth.
 const SCALED_RECOVERY_CALLS: u64 = 64;
+/// Windows in a row before a slowdown that must show the load above the
+/// limit for the slowdown's limit to hold (see
+/// `Auto::holds_through_slowdown`).
+const OVERLOADED_WINDOWS: u32 = 3;
+/// How many times the tolerance a slowed window's latency must pass
+/// for its queue to shrink a limit that holds through the slowdown (see
+/// `Auto::holds_through_slowdown`).
+const FAR_QUEUE: f64 = 2.0;
 /// How many times the usual throughput shows the service faster (a
 /// recovery).
 const FASTER: f64 = 1.5;
@@ -162,7 +170,16 @@ impl Auto {
         if seen {
             self.no_load = Some(latency);
         } else if scaled {
-            self.no_load = self.no_load.map(|d| d * usual / rate);
+            // Never below the no-load latency before the slowdown: a
+            // recovery's windows read the rise in steps, each scaled by
+            // its rise over the last, and two steps took 64 workers of 50
+            // ms from 115.9 ms to about 63 and then 33, under the 38.5 ms
+            // they had before the slowdown; their calls then read as a
+            // queue, and the limit sat at 32-47 slots for the rest of the
+            // run (59-73% of the pool a second). A service faster than
+            // before shows it in its calls' own latency (`seen`).
+            let before = self.unslowed.map_or(0.0, |b| b.no_load);
+            self.no_load = self.no_load.map(|d| (d * usual / rate).max(before));
         }
         // Otherwise only a window well below the current limit
         // shows the new latency: probe at half the limit next (the
@@ -319,6 +336,49 @@ impl Auto {
         });
     }
 
+    /// Whether the limit holds through a window (read as `r`, its calls'
+    /// `queueing` judged against `no_load`) of a slowdown whose load was
+    /// above the limit before it ([`Unslowed::overloaded`]): neither a
+    /// queue nor its absence moves it, no probe runs, and only a queue
+    /// past [`FAR_QUEUE`] times the tolerance shrinks it (the pool itself
+    /// may have shrunk). It holds while the throughput stays at the
+    /// slowdown's (at most [`SLOWER`] times the one before it), so a
+    /// recovery is judged as ever.
+    ///
+    /// A pool of workers four times slower needs as many calls in flight
+    /// as before, which the limit the throughput had set before is: the
+    /// slowdown keeps it (`steady_step`), and the windows after it only
+    /// add noise. A slowed window holds a few dozen calls (64 workers of
+    /// 200 ms: 64 calls in 0.23 s), the no-load latency scaled by the
+    /// throughput's fall reads the slowdown within a third either way,
+    /// and judged against it, the slowed limit of `ps-64x50ms` moved
+    /// between 40 and 140 slots (seed 21 at 3x: a shrink to 53 and a
+    /// probe at 40, then a restarted startup that doubled 70 to 140; its
+    /// seconds at 65%, 74% and 54%; 83-91% held at 63). The clients'
+    /// patience does not grow with the slowdown either (a timeout of 2.5
+    /// slowed calls on those three shapes), and every shrink of the
+    /// ordinary sawtooth stops admitting for as long as the slowed calls
+    /// take to drain it: 1,000 workers of 200 ms, cut from 1,635 slots to
+    /// 1,151 there, served 51% of a second's calls in time.
+    ///
+    /// Only when the load was above the limit before the slowdown
+    /// (`Auto::overloaded_windows`): a load below capacity leaves the
+    /// limit where it filled it (13 slots for 16 workers at 0.8 load), and
+    /// held there, 16 workers of 10 ms came back to 90% of the slowed
+    /// capacity within 2 s of the slowdown on 22 runs of 32 instead of 31.
+    /// Not from calls waiting at a window's close alone: the slowdown's own
+    /// first windows have them, and 100 workers of 20 ms at 0.8 load were
+    /// held at 82 slots for their slowed pool (24 runs instead of 29).
+    /// Calls of one length read a queue exactly (see `decide`), and their
+    /// limit follows it.
+    fn holds_through_slowdown(&self, r: Reading, queueing: bool, no_load: f64) -> bool {
+        !self.calls_of_one_length()
+            && self
+                .unslowed
+                .is_some_and(|before| before.overloaded && r.rate <= SLOWER * before.rate)
+            && !(queueing && r.latency > FAR_QUEUE * self.tolerance * no_load)
+    }
+
     /// A window in the steady state: a slowdown keeps the limit, a queue
     /// shrinks it towards the bandwidth-delay product, a binding limit
     /// without a queue grows.
@@ -369,6 +429,7 @@ impl Auto {
             // workers of 50 ms at 3x, scaled by it, grew their limit
             // into a queue in the slowdown (a second at 68%).
             if self.slower_windows == 0 {
+                self.fall_overloaded = self.overloaded_windows >= OVERLOADED_WINDOWS;
                 let before = if self.binding_rate.first_after_unbound {
                     self.highest_recent_rate()
                 } else {
@@ -406,6 +467,7 @@ impl Auto {
                     no_load,
                     rate: usual,
                     limit: w.limit,
+                    overloaded: self.fall_overloaded,
                 });
                 let scaled = no_load * usual / rate.max(1e-9);
                 self.no_load = Some(if self.calls_of_one_length() {
@@ -421,6 +483,9 @@ impl Auto {
                 self.stale_latency = f64::INFINITY;
                 self.idle_rises = 0;
             }
+            return w.limit;
+        }
+        if self.holds_through_slowdown(r, queueing, no_load) {
             return w.limit;
         }
         // Calls of one length that all took longer than the no-load

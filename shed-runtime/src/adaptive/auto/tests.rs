@@ -217,6 +217,114 @@ fn one_slow_window_is_noise_and_two_are_a_slowdown() {
     );
 }
 
+/// Window `w` under a load above its limit: calls wait at its close,
+/// three times as many came to wait as finished.
+fn overloaded(w: Window) -> Window {
+    Window {
+        waiting: true,
+        arrived: 3 * w.finished,
+        ..w
+    }
+}
+
+/// A pool of 20 workers of 10 ms, driven (`load` applied to each window)
+/// until it settles, then slowed four times for the two windows that show
+/// a slowdown: the limit, and the no-load latency the slowdown scaled.
+fn slowed_after(auto: &mut Auto, load: impl Fn(Window) -> Window) -> (f64, Duration) {
+    let before = *drive(auto, 4.0, 40, |l| load(pool(20.0, l)))
+        .last()
+        .unwrap();
+    for _ in 0..2 {
+        assert_eq!(
+            auto.next_limit(&load(four_times_slower(pool(20.0, before)))),
+            before
+        );
+    }
+    (before, auto.no_load_latency().unwrap())
+}
+
+/// What the limit does over slowed windows (at `limit`) whose means read,
+/// in turn, as a queue and as none against the scaled no-load latency
+/// `no_load`: their noise.
+fn noisy_slowed_windows(
+    auto: &mut Auto,
+    limit: f64,
+    no_load: Duration,
+    load: impl Fn(Window) -> Window,
+) -> Vec<f64> {
+    let mut limits = Vec::new();
+    let mut limit = limit;
+    for i in 0..12 {
+        let mean = if i % 2 == 0 { 1.7 } else { 0.95 };
+        let w = Window {
+            avg_latency: no_load.mul_f64(mean),
+            ..load(four_times_slower(pool(20.0, limit)))
+        };
+        limit = auto.next_limit(&w);
+        limits.push(limit);
+    }
+    limits
+}
+
+#[test]
+fn a_slowdown_after_an_overload_holds_the_limit_through_its_noise() {
+    // `ps-64x50ms` at 3x, seed 21: judged against the no-load latency the
+    // throughput's fall scaled, the slowed windows of a few dozen calls
+    // took the limit of 64 workers from 63 slots to 53, a probe to 40,
+    // and a restarted startup from 70 to 140 (seconds at 65%, 74% and
+    // 54%). The load was above the limit before the slowdown, so the
+    // limit was the one the throughput had set: it holds.
+    let mut auto = Auto::default();
+    let (before, no_load) = slowed_after(&mut auto, overloaded);
+    let limits = noisy_slowed_windows(&mut auto, before, no_load, overloaded);
+    assert!(
+        limits.iter().all(|&l| l == before),
+        "{before} -> {limits:?}"
+    );
+    assert_eq!(auto.probe_limit(before), None, "no probe either");
+    // A queue far past the tolerance still shrinks it: the pool itself
+    // may have shrunk.
+    let far = Window {
+        avg_latency: no_load.mul_f64(3.5),
+        ..overloaded(four_times_slower(pool(20.0, before)))
+    };
+    assert!(auto.next_limit(&far) < before);
+}
+
+#[test]
+fn a_slowdown_after_a_load_below_capacity_is_not_held() {
+    // Below capacity the limit is where the load left it, not where the
+    // throughput set it (16 workers of 10 ms at 0.8 load: 13 slots), and
+    // the slowed windows, past it, must still move it.
+    let mut auto = Auto::default();
+    let (before, no_load) = slowed_after(&mut auto, |w| w);
+    let limits = noisy_slowed_windows(&mut auto, before, no_load, |w| w);
+    assert!(
+        limits.iter().any(|&l| l != before),
+        "{before} -> {limits:?}"
+    );
+}
+
+#[test]
+fn a_recovery_read_in_steps_keeps_the_no_load_latency_it_had_before_the_slowdown() {
+    // `ps-64x50ms` at 3x, seed 21, holding 62.6 slots through its
+    // slowdown: 38.5 ms before it, scaled to 115.9 ms by the throughput's
+    // fall (290 calls a second of 1,250). The recovery's first window
+    // read 539 calls a second, the next 1,023: each rise scaled the
+    // no-load latency again, to about 63 ms and then 33 ms, below where
+    // it was; the calls of 50 ms then read as a queue, and the limit sat
+    // at 32-47 slots for the rest of the run.
+    let mut auto = after_slowdown(0.1159, 290.0, (0.0385, 1250.0, 62.6));
+    auto.next_limit(&recorded((62.6, 125, 232.0, 132.2, 0.0)));
+    assert!((no_load_ms(&auto) - 115.9 * 290.0 / 538.8).abs() < 0.5);
+    auto.next_limit(&recorded((62.6, 132, 129.0, 82.9, 0.0)));
+    assert!(
+        (no_load_ms(&auto) - 38.5).abs() < 1e-6,
+        "{}",
+        no_load_ms(&auto)
+    );
+}
+
 #[test]
 fn a_slowdown_is_scaled_by_the_throughputs_fall_not_by_a_mean_that_lags_it() {
     // Every call four times slower: the throughput falls at once, but the
@@ -344,6 +452,7 @@ fn after_slowdown(
         no_load: before_no_load,
         rate,
         limit,
+        overloaded: false,
     });
     auto
 }
