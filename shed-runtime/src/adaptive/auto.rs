@@ -323,10 +323,6 @@ pub struct Auto {
     /// above the limit. A window whose throughput fell neither counts nor
     /// breaks the run.
     overloaded_windows: u32,
-    /// Whether the windows before the slowdown under way showed the load
-    /// above the limit (see [`Unslowed::overloaded`]), noted at its first
-    /// slowed window.
-    fall_overloaded: bool,
     /// The limit before the running probe.
     before_probe: Option<f64>,
     /// The last startup window's limit and throughput.
@@ -436,7 +432,6 @@ impl Default for Auto {
             binding_rate: BindingRate::default(),
             fall_from: None,
             overloaded_windows: 0,
-            fall_overloaded: false,
             before_probe: None,
             startup_last: None,
             startup_stalls: 0,

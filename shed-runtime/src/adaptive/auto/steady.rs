@@ -429,7 +429,6 @@ impl Auto {
             // workers of 50 ms at 3x, scaled by it, grew their limit
             // into a queue in the slowdown (a second at 68%).
             if self.slower_windows == 0 {
-                self.fall_overloaded = self.overloaded_windows >= OVERLOADED_WINDOWS;
                 let before = if self.binding_rate.first_after_unbound {
                     self.highest_recent_rate()
                 } else {
@@ -467,7 +466,9 @@ impl Auto {
                     no_load,
                     rate: usual,
                     limit: w.limit,
-                    overloaded: self.fall_overloaded,
+                    // The slowed windows since the first neither count
+                    // nor break the run (see `Auto::overloaded_windows`).
+                    overloaded: self.overloaded_windows >= OVERLOADED_WINDOWS,
                 });
                 let scaled = no_load * usual / rate.max(1e-9);
                 self.no_load = Some(if self.calls_of_one_length() {
