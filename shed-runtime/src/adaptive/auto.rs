@@ -213,8 +213,10 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   limit before the last slowdown. Once a window with calls waiting
 ///   shows the throughput back at what it was before the last slowdown,
 ///   the no-load latency is the one from then, times how much longer a
-///   call a second holds a slot (Little's law, never less); a throughput
-///   above that one only lowers it. A restarted
+///   call a second holds a slot (Little's law), but by no more than the
+///   cold start read the calls' mean above it (what holds the slots
+///   longer past that is a queue inside the pool); a throughput above
+///   that one only lowers it. A restarted
 ///   startup's window of 128 calls or more whose mean is 1.2 times the
 ///   no-load latency ends it, whatever its throughput read (its windows
 ///   are long, and a recovery inside one reads as the throughput

@@ -298,9 +298,10 @@ impl Auto {
     /// Once window `w` (read as `r`) shows the service back at the
     /// throughput it had before its last slowdown, with calls waiting for
     /// slots, the no-load latency is the one it had then, times how much
-    /// longer each call a second now holds a slot (Little's law: the
-    /// limit over the throughput, now against then; never less than the
-    /// one before, since a queue inside the service only adds to it).
+    /// longer a call a second holds a slot now than then (Little's law:
+    /// the limit over the throughput, now against then), but never by
+    /// more than the cold start read its calls' mean over its lowest
+    /// reading (`Auto::mean_over_lowest`), nor less.
     ///
     /// A recovery's windows mix calls slowed before it with fast ones, so
     /// the no-load latency they leave, scaled by the throughput's rise or
@@ -309,10 +310,25 @@ impl Auto {
     /// fast; `--twice` seed 4 at 3x, with the cold start's floor of
     /// `Auto::keep_lowest_near_the_pool`); a queue inside the service of
     /// five hundred calls read as none against it, a restarted startup
-    /// doubled the limit from 1,509
-    /// slots to 3,018 between the slowdowns, and the next one met a
-    /// limit of twice the pool. Over seeds 0..48 of `--twice` at 3x, 10
-    /// runs passed 3,000 slots there before, none since.
+    /// doubled the limit from 1,509 slots to 3,018 between the slowdowns,
+    /// and the next one met a limit of twice the pool.
+    ///
+    /// The scale reads two things. Calls of varying length whose no-load
+    /// latency is the lowest of noisy readings (64 workers of 50 ms read
+    /// at 34 ms) hold a slot longer than it with no queue at all, as long
+    /// as their mean: scaled no further than the no-load latency itself,
+    /// 16 processor-sharing workers of 10 ms came back to 6.7 ms, their
+    /// windows' means of 9-11 ms read as a queue half the time, and the
+    /// limit sat at 8-14 slots (`ps-16x10ms` seed 25 at 3x: 54-72% of the
+    /// pool for four seconds; scaled to 8.1 ms, 89-95%). Past that mean,
+    /// what holds the slots longer is the queue inside the pool, which
+    /// the scale took for the service's own latency: `--twice` seed 3
+    /// at 3x learned 259 ms for 1,000 workers of 200 ms (read at 200.9 ms,
+    /// its mean as well) at 1,870 slots; its sawtooth then ran from 1,510
+    /// slots to 2,045, and the second slowdown met 1,895 (seconds of
+    /// 80-85%; at 1,170 since, 90-95%). A service whose calls did get
+    /// slower at the same throughput shows it to the probes of a latency
+    /// that stays high (`steady_step`).
     ///
     /// A throughput back at the one before (within [`RECOVERED`] either
     /// way) sets it, up as well as down: the one from before the slowdown
@@ -328,7 +344,7 @@ impl Auto {
             return;
         }
         let holds_longer = (w.limit / r.rate) / (before.limit / before.rate);
-        let back = before.no_load * holds_longer.max(1.0);
+        let back = before.no_load * holds_longer.clamp(1.0, self.mean_over_lowest);
         self.no_load = Some(if r.rate * RECOVERED <= before.rate {
             back
         } else {

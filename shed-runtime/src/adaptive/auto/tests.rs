@@ -2114,13 +2114,53 @@ fn a_throughput_back_at_its_speed_before_the_slowdown_brings_back_the_no_load_la
     assert!(auto.in_startup(), "{restarted}");
     assert!((restarted - 1509.1).abs() < 0.1, "{restarted}");
     // Back at the speed before the slowdown: the no-load latency is the
-    // one from then, times how much longer a call a second holds a slot
-    // (1,509 slots for 4,765 calls a second against 1,238 for 5,025),
-    // and the queue inside the service shows.
+    // one from then, and the queue inside the service shows.
     let next = auto.next_limit(&recorded((restarted, 6905, 1449.0, 337.8, 44.0)));
     let no_load = no_load_ms(&auto);
-    assert!((no_load - 257.3).abs() < 0.1, "{no_load} ms");
-    assert!(next <= restarted, "{next}");
+    assert!((no_load - 200.2).abs() < 0.1, "{no_load} ms");
+    assert!(next < restarted, "{next}");
+}
+
+#[test]
+fn a_throughput_back_at_its_speed_is_not_scaled_by_the_queue_that_holds_its_slots_longer() {
+    // `fifo-1000x200ms` at 3x with `--twice`, seed 3: the slowdown scaled
+    // the no-load latency from 200.9 ms, at 1,496 slots and 5,010 calls a
+    // second, and the recovery's restarted startup grew the limit to
+    // 1,870. Its next window read 4,854 calls a second, of 401.6 ms:
+    // back at the speed before. Scaled by how much longer a call a second
+    // held a slot (1,870 slots for 4,854 calls against 1,496 for 5,010),
+    // the queue inside the pool became 259.2 ms of no-load latency;
+    // windows of 323-353 ms read as no queue against it, and the limit
+    // grew to 2,045 slots for 1,000 workers.
+    let mut auto = after_slowdown(0.4705, 3973.2, (0.2009, 5010.0, 1495.8));
+    auto.next_limit(&recorded((1869.8, 9140, 1883.0, 401.6, 105.0)));
+    let no_load = no_load_ms(&auto);
+    assert!((no_load - 200.9).abs() < 0.1, "{no_load} ms");
+    // The next window's queue, of 2,551 calls at 1,604 slots, shows.
+    let next = auto.next_limit(&recorded((1604.4, 2551, 519.0, 323.1, 105.0)));
+    assert!(next < 1604.4, "{next}");
+}
+
+#[test]
+fn a_throughput_back_at_its_speed_scales_a_low_no_load_latency_up_to_the_calls_mean() {
+    // `ps-16x10ms` at 3x, seed 25: 16 processor-sharing workers of 10 ms,
+    // whose cold start read them at 6.7 ms (its lowest reading) and their
+    // mean at 1.212 times that. Back at the speed before the slowdown,
+    // 20.7 slots held 1.25 times as long a call a second as 16.6 did: no
+    // queue (20.7 slots of processor sharing slow each call by less), but
+    // calls of their mean. Taken at 6.7 ms, means of 9-11 ms read as a
+    // queue half the time and the limit sat at 8-14 slots.
+    let mut auto = after_slowdown(0.0151, 1360.0, (0.0067, 1566.2, 16.6));
+    auto.mean_over_lowest = 1.212;
+    auto.next_limit(&recorded((20.7, 102, 65.0, 12.5, 0.0)));
+    let no_load = no_load_ms(&auto);
+    assert!((no_load - 6.7 * 1.212).abs() < 0.05, "{no_load} ms");
+    // More than that mean is the queue inside the pool.
+    let mut auto = after_slowdown(0.0151, 1360.0, (0.0067, 1566.2, 16.6));
+    auto.mean_over_lowest = 1.212;
+    auto.next_limit(&recorded((33.2, 102, 65.0, 21.0, 0.0)));
+    let no_load = no_load_ms(&auto);
+    assert!((no_load - 6.7 * 1.212).abs() < 0.05, "{no_load} ms");
 }
 
 #[test]
@@ -2143,11 +2183,9 @@ fn a_recovery_split_by_a_restarted_startups_long_windows_ends_it() {
     assert!(!auto.in_startup());
     // Its mean, of slowed calls and fast, is not the no-load latency:
     // the throughput above the one before the slowdown (the load's)
-    // brings back the one from then, times how much longer a call a
-    // second holds a slot now (a queue inside the service, past the
-    // pool).
+    // brings back the one from then.
     let no_load = no_load_ms(&auto);
-    assert!((no_load - 290.8).abs() < 0.1, "{no_load} ms");
+    assert!((no_load - 193.0).abs() < 0.1, "{no_load} ms");
     assert_eq!(auto.probe_limit(split), Some(1636.0));
 }
 
