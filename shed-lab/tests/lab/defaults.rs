@@ -541,13 +541,16 @@ fn a_recovery_of_a_large_pool_during_a_restarted_startup_does_not_double_its_lim
         );
         second_total += seconds(&shed, 21, 25).iter().map(|s| s.0).sum::<u64>();
     }
-    // 84%: a slowdown after an overload holds the limit it found (see
-    // `Auto::holds_through_slowdown` in the runtime), here 1,355-1,914
-    // slots for the 1,000 workers. Their seconds dip less (the fewest
-    // calls in time in one of them 926, 695 before the hold), and their
-    // sum is 0.9 points lower (84.8% of the slowed pool, 85.6% before).
+    // 88%: a slowdown after an overload holds the limit it found (see
+    // `Auto::holds_through_slowdown` in the runtime), and a recovery's
+    // no-load latency is scaled no further than the calls' mean (see
+    // `Auto::learn_no_load_back_at_speed`), so the second slowdown meets
+    // 1,145-1,461 slots for the 1,000 workers, not the 1,355-1,914 of a
+    // sawtooth above a queue read as their speed: 89.5% of the slowed
+    // pool (84.8% before the cap, 85.6% before the hold), the fewest
+    // calls in time in one second 992 (926, 695).
     assert!(
-        100 * second_total >= 84 * 16 * 4 * 1_250,
+        100 * second_total >= 88 * 16 * 4 * 1_250,
         "the second slowdowns' seconds served {second_total} calls in time (1,250 a second)"
     );
 }

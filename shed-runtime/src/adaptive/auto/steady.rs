@@ -344,7 +344,8 @@ impl Auto {
             return;
         }
         let holds_longer = (w.limit / r.rate) / (before.limit / before.rate);
-        let back = before.no_load * holds_longer.clamp(1.0, self.mean_over_lowest);
+        // `max` and `min`, not `clamp`, which panics on a NaN bound.
+        let back = before.no_load * holds_longer.max(1.0).min(self.mean_over_lowest);
         self.no_load = Some(if r.rate * RECOVERED <= before.rate {
             back
         } else {

@@ -2146,10 +2146,11 @@ fn a_throughput_back_at_its_speed_scales_a_low_no_load_latency_up_to_the_calls_m
     // `ps-16x10ms` at 3x, seed 25: 16 processor-sharing workers of 10 ms,
     // whose cold start read them at 6.7 ms (its lowest reading) and their
     // mean at 1.212 times that. Back at the speed before the slowdown,
-    // 20.7 slots held 1.25 times as long a call a second as 16.6 did: no
-    // queue (20.7 slots of processor sharing slow each call by less), but
-    // calls of their mean. Taken at 6.7 ms, means of 9-11 ms read as a
-    // queue half the time and the limit sat at 8-14 slots.
+    // 20.7 slots held a call a second 1.25 times as long as 16.6 did: the
+    // calls' own mean over the lowest reading, which no queue adds to,
+    // and past it 20.7 slots shared by 16 workers. Taken at 6.7 ms,
+    // means of 9-11 ms read as a queue half the time and the limit sat
+    // at 8-14 slots.
     let mut auto = after_slowdown(0.0151, 1360.0, (0.0067, 1566.2, 16.6));
     auto.mean_over_lowest = 1.212;
     auto.next_limit(&recorded((20.7, 102, 65.0, 12.5, 0.0)));
