@@ -9,6 +9,7 @@
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..32 --only defaults --goals   # runs meeting each goal
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..16 --only defaults --goals --slowdown-at 7
 //! cargo run --release -p shed-lab --example grid -- --holdout --only defaults   # shapes the defaults were not tuned on
+//! cargo run --release -p shed-lab --example grid -- --tails --only defaults   # the grid's calls of varying length with a heavy tail
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..32 --only defaults --goals --twice   # a second slowdown at 20 s
 //! cargo run --release -p shed-lab --example grid -- --trace --windows --seeds 0..1 --only defaults --shape ps-16
 //! ```
@@ -23,12 +24,13 @@ use std::process::ExitCode;
 use shed_lab::grid::{self, Contender, Schedule};
 
 const USAGE: &str =
-    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--twice] [--holdout] [--json] [--trace [--windows] | --goals]";
+    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--twice] [--holdout | --tails] [--json] [--trace [--windows] | --goals]";
 
 fn main() -> ExitCode {
     let mut seeds = 0..8;
     let mut contenders = Contender::ALL.to_vec();
     let mut holdout = false;
+    let mut tails = false;
     let mut prefix = None;
     let mut json = false;
     let mut trace = false;
@@ -61,6 +63,10 @@ fn main() -> ExitCode {
             }
             "--holdout" => {
                 holdout = true;
+                continue;
+            }
+            "--tails" => {
+                tails = true;
                 continue;
             }
             _ => {}
@@ -109,10 +115,14 @@ fn main() -> ExitCode {
             }
         }
     }
-    let all = if holdout {
-        &grid::HOLDOUT[..]
-    } else {
-        &grid::SHAPES[..]
+    let (all, grid_name) = match (holdout, tails) {
+        (false, false) => (&grid::SHAPES[..], "defaults grid"),
+        (true, false) => (&grid::HOLDOUT[..], "holdout grid"),
+        (false, true) => (&grid::TAILS[..], "heavy-tail grid"),
+        (true, true) => {
+            eprintln!("--holdout and --tails do not go together\n{USAGE}");
+            return ExitCode::from(2);
+        }
     };
     let mut shapes = all.to_vec();
     if let Some(prefix) = prefix {
@@ -126,11 +136,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let grid_name = if holdout {
-        "holdout grid"
-    } else {
-        "defaults grid"
-    };
     if trace && goals {
         eprintln!("--trace and --goals do not go together\n{USAGE}");
         return ExitCode::from(2);

@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use crate::admission::{Admission, Call, Refused};
 use crate::report::{phase_reports, Report, Tally, TICK};
-use crate::scenario::{RetryDelay, Scenario, ServiceDist};
+use crate::scenario::{RetryDelay, Scenario};
 use crate::server::Server;
 
 mod requests;
@@ -440,17 +440,9 @@ impl Sim {
     fn service_time(&self, stream: usize) -> Duration {
         let traffic = &self.scenario.traffic[stream];
         let mean = traffic.service.0.as_secs_f64() * self.streams[stream].service_factor.get();
-        let seconds = match traffic.service_dist {
-            ServiceDist::Const => mean,
-            // Rounded to whole milliseconds, which keeps the mean: tokio's
-            // timer fires on millisecond ticks, so a fractional sleep
-            // would end at the next tick, and at 5 ms the slots would
-            // serve about 10% less than the scenario's capacity.
-            ServiceDist::Exp => {
-                let drawn = -mean * (1.0 - self.service_rng.borrow_mut().f64()).ln();
-                (drawn * 1000.0).round() / 1000.0
-            }
-        };
+        let seconds = traffic
+            .service_dist
+            .draw(mean, &mut self.service_rng.borrow_mut());
         Duration::from_secs_f64(seconds)
     }
 

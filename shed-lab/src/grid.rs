@@ -49,6 +49,9 @@ pub struct Shape {
     pub service_ms: u64,
     /// Exponential service times (else constant).
     pub exponential: bool,
+    /// Lognormal service times, a heavy tail (see
+    /// [`ServiceDist::Lognormal`]), whatever `exponential` says.
+    pub lognormal: bool,
     /// The clients' timeout, as a multiple of the service time.
     pub timeout_x: u32,
 }
@@ -64,9 +67,24 @@ impl Shape {
             },
             self.workers,
             self.service_ms,
-            if self.exponential { "exp" } else { "const" },
+            match self.dist() {
+                ServiceDist::Const => "const",
+                ServiceDist::Exp => "exp",
+                ServiceDist::Lognormal => "logn",
+            },
             self.timeout_x
         )
+    }
+
+    /// How its service times vary around their mean.
+    pub fn dist(&self) -> ServiceDist {
+        if self.lognormal {
+            ServiceDist::Lognormal
+        } else if self.exponential {
+            ServiceDist::Exp
+        } else {
+            ServiceDist::Const
+        }
     }
 
     /// Calls a second the service completes with every worker busy.
@@ -81,7 +99,16 @@ const fn shape(model: ServerModel, workers: u32, service_ms: u64, exp: bool, x: 
         workers,
         service_ms,
         exponential: exp,
+        lognormal: false,
         timeout_x: x,
+    }
+}
+
+/// A shape of lognormal service times (see [`TAILS`]).
+const fn heavy(model: ServerModel, workers: u32, service_ms: u64, x: u32) -> Shape {
+    Shape {
+        lognormal: true,
+        ..shape(model, workers, service_ms, false, x)
     }
 }
 
@@ -120,6 +147,21 @@ pub const HOLDOUT: [Shape; 12] = [
     shape(ServerModel::Ps, 100, 20, true, 10),
     shape(ServerModel::Fifo, 200, 100, false, 5),
     shape(ServerModel::Ps, 40, 5, false, 5),
+];
+
+/// The grid's shapes of calls of varying length with a heavy tail
+/// (`grid --tails`): lognormal service times (most calls quick, a p99 of
+/// 6.2 times the mean; see [`ServiceDist::Lognormal`]) instead of
+/// exponential ones, as a real service's calls are. The defaults' rules
+/// allow for the noise of calls of exponential length; this checks how
+/// they fare on a longer tail.
+pub const TAILS: [Shape; 6] = [
+    heavy(ServerModel::Fifo, 2, 200, 10),
+    heavy(ServerModel::Fifo, 16, 10, 10),
+    heavy(ServerModel::Ps, 16, 10, 20),
+    heavy(ServerModel::Ps, 64, 50, 10),
+    heavy(ServerModel::Fifo, 4, 1, 20),
+    heavy(ServerModel::Fifo, 1000, 200, 10),
 ];
 
 /// The load factors of the grid.
@@ -265,11 +307,7 @@ pub fn scenario(shape: &Shape, contender: Contender, seed: u64, schedule: Schedu
             rps: shape.capacity_rps(),
             arrivals: Arrivals::Poisson,
             service: Dur(service),
-            service_dist: if shape.exponential {
-                ServiceDist::Exp
-            } else {
-                ServiceDist::Const
-            },
+            service_dist: shape.dist(),
             timeout: Dur(service * shape.timeout_x),
             weight: 1,
             max_wait: None,

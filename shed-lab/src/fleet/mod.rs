@@ -28,7 +28,7 @@ pub use config::{Action, BalancerKind, FleetConfig, FleetEvent, Weights};
 pub use report::{table, FleetReport, FleetSecond, ReplicaCounts};
 
 use crate::report::{Tally, TICK};
-use crate::scenario::{Scenario, ServiceDist};
+use crate::scenario::Scenario;
 use crate::{PolicyKind, Report};
 use balancer::Balancer;
 use replica::{Refusal, Replica};
@@ -381,15 +381,9 @@ impl Sim {
             * self.streams[stream].service_factor.get()
             * slow
             * self.fleet.cold_factor_at(uptime);
-        let seconds = match traffic.service_dist {
-            ServiceDist::Const => mean,
-            // Whole milliseconds, as the engine draws them (tokio's timer
-            // fires on millisecond ticks).
-            ServiceDist::Exp => {
-                let drawn = -mean * (1.0 - self.service_rng.borrow_mut().f64()).ln();
-                (drawn * 1000.0).round() / 1000.0
-            }
-        };
+        let seconds = traffic
+            .service_dist
+            .draw(mean, &mut self.service_rng.borrow_mut());
         Duration::from_secs_f64(seconds)
     }
 

@@ -2,7 +2,7 @@ use shed_lab::grid::*;
 
 #[test]
 fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured() {
-    for shape in SHAPES.iter().chain(&HOLDOUT) {
+    for shape in SHAPES.iter().chain(&HOLDOUT).chain(&TAILS) {
         for contender in Contender::ALL {
             let s = scenario(shape, contender, 1, Schedule::default());
             let text_free = shed_lab::shed_config(&s);
@@ -17,13 +17,35 @@ fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured(
             assert!((s.capacity_rps() - shape.capacity_rps()).abs() < 1e-6);
         }
     }
-    let names: std::collections::BTreeSet<String> =
-        SHAPES.iter().chain(&HOLDOUT).map(Shape::name).collect();
+    let names: std::collections::BTreeSet<String> = SHAPES
+        .iter()
+        .chain(&HOLDOUT)
+        .chain(&TAILS)
+        .map(Shape::name)
+        .collect();
     assert_eq!(
         names.len(),
-        SHAPES.len() + HOLDOUT.len(),
-        "unique names, none in both sets"
+        SHAPES.len() + HOLDOUT.len() + TAILS.len(),
+        "unique names, none in two sets"
     );
+}
+
+/// The heavy-tail shapes are the grid's shapes of calls of varying
+/// length, with lognormal service times instead of exponential ones.
+#[test]
+fn the_heavy_tail_shapes_are_the_grids_exponential_ones_with_a_lognormal_tail() {
+    let exponential: Vec<Shape> = SHAPES.iter().filter(|s| s.exponential).copied().collect();
+    assert_eq!(TAILS.len(), exponential.len());
+    for (heavy, exp) in TAILS.iter().zip(&exponential) {
+        assert_eq!(heavy.name(), exp.name().replace("-exp-", "-logn-"));
+        assert_eq!(heavy.dist(), shed_lab::scenario::ServiceDist::Lognormal);
+        let s = scenario(heavy, Contender::Defaults, 1, Schedule::default());
+        assert_eq!(
+            s.traffic[0].service_dist,
+            shed_lab::scenario::ServiceDist::Lognormal
+        );
+        assert_eq!(heavy.capacity_rps(), exp.capacity_rps());
+    }
 }
 /// The steady column: a load below capacity judged outside the slowdown.
 #[test]

@@ -148,3 +148,40 @@ fn anchor_capacity_sets_the_anchors_slots_alone() {
         "{e}"
     );
 }
+
+/// Each distribution keeps the scenario's mean service time; the
+/// lognormal one has the heavy tail it names (a p99 about 6.2 times the
+/// mean, a median about 0.61 of it), and a random draw lands on whole
+/// milliseconds (tokio's timer ticks).
+#[test]
+fn service_distributions_keep_the_mean_and_the_lognormal_one_has_its_tail() {
+    let heavy = MINIMAL.replace("timeout", "service_dist = \"lognormal\"\n    timeout");
+    let heavy = Scenario::from_toml(&heavy, "heavy.toml").unwrap();
+    assert_eq!(heavy.traffic[0].service_dist, ServiceDist::Lognormal);
+    let mean = 0.050;
+    assert_eq!(
+        ServiceDist::Const.draw(mean, &mut fastrand::Rng::with_seed(1)),
+        mean
+    );
+    for dist in [ServiceDist::Exp, ServiceDist::Lognormal] {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut draws: Vec<f64> = (0..200_000).map(|_| dist.draw(mean, &mut rng)).collect();
+        assert!(draws
+            .iter()
+            .all(|d| (d * 1000.0 - (d * 1000.0).round()).abs() < 1e-6));
+        let drawn_mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        assert!(
+            (drawn_mean / mean - 1.0).abs() < 0.02,
+            "{dist:?}: mean {drawn_mean}"
+        );
+        draws.sort_by(f64::total_cmp);
+        let (median, p99) = (draws[draws.len() / 2], draws[draws.len() * 99 / 100]);
+        if dist == ServiceDist::Lognormal {
+            assert!((p99 / mean - 6.2).abs() < 0.4, "p99 {p99}");
+            assert!((median / mean - 0.61).abs() < 0.03, "median {median}");
+        } else {
+            // Exponential: p99 = ln(100) = 4.6 times the mean.
+            assert!((p99 / mean - 4.6).abs() < 0.3, "p99 {p99}");
+        }
+    }
+}
