@@ -25,7 +25,9 @@
 //!
 //! [`SHAPES`] is what the defaults were tuned on; [`HOLDOUT`] holds shapes
 //! they were not, run the same way, to check that a rule chosen on the
-//! first does not merely fit its numbers.
+//! first does not merely fit its numbers; [`TAILS`] holds the grid's
+//! shapes of calls of varying length with a heavy (lognormal) tail
+//! instead of an exponential one.
 
 use std::time::Duration;
 
