@@ -54,6 +54,10 @@ pub struct Window {
     pub avg_latency: Duration,
     /// Their shortest service time.
     pub min_latency: Duration,
+    /// Their service times' coefficient of variation: the standard
+    /// deviation over the mean (1 for times of exponential length, 0 for
+    /// times of one length, and 0 with fewer than two measured).
+    pub latency_cv: f64,
     /// The highest in-flight weight seen at a completion.
     pub max_in_flight: u64,
     /// Calls that finished after their caller's deadline: the service is
@@ -623,6 +627,7 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             completed: count,
             avg_latency: completions.total / u32::try_from(count).unwrap_or(u32::MAX),
             min_latency: completions.min,
+            latency_cv: completions.cv,
             max_in_flight: completions.max_in_flight,
             late,
             limit: if self.probing {
@@ -700,6 +705,7 @@ mod tests {
             completed: 100,
             avg_latency: Duration::from_millis(latency_ms),
             min_latency: Duration::from_millis(latency_ms / 2),
+            latency_cv: 1.0,
             max_in_flight: in_flight,
             late: 0,
             limit,

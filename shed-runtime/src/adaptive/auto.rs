@@ -25,6 +25,7 @@ pub(crate) use control::AutoControl;
 pub use control::AutoSettings;
 use stats::{
     holds_one_length, queued_calls, standard_error, unfilled_limit, BindingRate, Filter, Pool,
+    Spread,
 };
 
 /// A throughput below this share of the usual one, with latency up, is a
@@ -194,8 +195,15 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   the limit. If it admits as many calls a second (and more than its
 ///   own slots would with no queue, by two standard errors of its count),
 ///   the rest of the concurrency was only queueing: the lower limit
-///   stays. Either way its latency refreshes the no-queue latency, which
-///   sustained overload would otherwise never show. A throughput 1.5 times
+///   stays. Either way its latency, if below the no-load one by more
+///   than its noise, becomes it at once: sustained overload would
+///   otherwise never show it. If it admits fewer, by more than its noise
+///   and by more than half its cut in slots, it ran below the service's
+///   concurrency, where no call queues inside: for calls of varying
+///   length the no-load latency rises to its mean or to the lowest
+///   window's since the last probe, whichever is lower (a latency read
+///   low at the cold start otherwise reads the calls' own as a queue in
+///   every other window). A throughput 1.5 times
 ///   the usual one is a recovery: the usual rate becomes the new one. If
 ///   the calls' latency fell below the no-load one, it becomes the no-load
 ///   latency and the limit grows as in startup (calls of one length then
@@ -266,6 +274,12 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   the limit for less than a quarter of it, began before the load came
 ///   (a window closes at its first calls): its throughput, which counts
 ///   the idle time, is not judged (the limit holds), its latency is.
+///
+/// Every allowance for a window's noise (a mean or a rate read from `n`
+/// calls) is in standard errors of calls as spread as the service's: the
+/// coefficient of variation of the windows' calls (`Window::latency_cv`),
+/// pooled over about the last thousand measured calls, and never less
+/// than 1, that of calls of exponential length.
 ///
 /// Both filters span the last ten windows. Latency that reads as a queue
 /// for five windows in a row, without the throughput's fall, is probed:
@@ -396,6 +410,11 @@ pub struct Auto {
     /// The limit the next probe tries: the one before the slowdown, once
     /// the throughput is back (see `Auto::note_unslowed_rate`).
     recovery_probe: Option<f64>,
+    /// The spread of the calls' latency (see [`Auto::noise`]).
+    spread: Spread,
+    /// The lowest mean latency of the windows of [`MIN_SAMPLES`] calls or
+    /// more since the last probe (see `Auto::after_probe`).
+    low_since_probe: f64,
 }
 
 /// What a slowdown scaled from: the no-load latency (seconds), the usual
@@ -458,6 +477,8 @@ impl Default for Auto {
             mean_over_lowest: 1.0,
             unslowed: None,
             recovery_probe: None,
+            spread: Spread::default(),
+            low_since_probe: f64::INFINITY,
         }
     }
 }
@@ -595,16 +616,26 @@ impl Auto {
     }
 
     /// Whether window `w`'s mean `latency` is below `reference` by more
-    /// than its noise: two standard errors of its calls' count for calls
-    /// of exponential length; none for calls of one length, whose mean is
+    /// than its noise: two standard errors of its calls' count (see
+    /// [`Auto::noise`]); none for calls of one length, whose mean is
     /// exact.
     fn below_beyond_noise(&self, w: &Window, latency: f64, reference: f64) -> bool {
         let noise = if self.calls_of_one_length() {
             0.0
         } else {
-            2.0 * standard_error(w.completed)
+            2.0 * self.noise(w.completed)
         };
         latency < reference * (1.0 - noise)
+    }
+
+    /// The relative noise of a mean or a rate read from `n` calls: one
+    /// standard error for calls as spread as this service's have been
+    /// ([`Spread`]), never less than for calls of exponential length.
+    /// Allowed for as if exponential, lognormal calls (σ 1, a
+    /// coefficient of variation of 1.31) read as a queue, or as no
+    /// queue, by noise alone a third more often than the rules meant.
+    fn noise(&self, n: u64) -> f64 {
+        self.spread.factor() * standard_error(n)
     }
 
     /// Moves the no-load latency `weight` of the way to `latency`.
@@ -710,6 +741,7 @@ impl Auto {
             };
         }
         let latency = w.avg_latency.as_secs_f64().max(SHORTEST_LATENCY);
+        self.spread.add(w);
         // Calls of one length that start together end together: a window
         // that closes just after a batch of completions reads a rate its
         // slots cannot sustain (a 16-connection database read 852 calls a
@@ -777,10 +809,10 @@ impl Auto {
         if !idle_before {
             self.any_rates.push(rate);
         }
-        // The no-load latency only comes down here, and only for a mean
-        // below it by more than its noise (two standard errors of calls
-        // of exponential length; calls of one length read their mean
-        // exactly): the lowest of a stream of noisy means read 1 ms calls
+        // The no-load latency only comes down here (a probe's window in
+        // `after_probe`, at once), and only for a mean below it by more
+        // than its noise (two standard errors, see `Auto::noise`; calls
+        // of one length read their mean exactly): the lowest of a stream of noisy means read 1 ms calls
         // as 0.7 ms, whose product then held 4 workers at 0.8 load behind
         // 2.9 slots. A little at a time, but at once from a window of
         // `MIN_SAMPLES` calls in which none waited for a slot: below
@@ -799,6 +831,7 @@ impl Auto {
         // held 42 to 49 slots until the next slowdown.
         let after_cold_start = !self.startup || self.restarted;
         if after_cold_start
+            && !w.probe
             && self
                 .no_load
                 .is_none_or(|d| self.below_beyond_noise(w, latency, d))
@@ -831,6 +864,9 @@ impl Auto {
         }
 
         self.note_unslowed_rate(w, r);
+        if !w.probe && w.completed >= MIN_SAMPLES {
+            self.low_since_probe = self.low_since_probe.min(latency);
+        }
         if w.probe {
             return self.after_probe(w, r);
         }

@@ -19,13 +19,14 @@ use tokio::time::Instant;
 use super::{Aimd, Auto, Fixed, Gradient2, LimitAlgorithm, Vegas, Window};
 
 /// A window as a limiter reports it, before the limit it ran at: any
-/// count, latency, length and concurrency, edges included (no time, no
+/// count, latency, spread, length and concurrency, edges included (no time, no
 /// latency, no call finished, more calls in flight than the limit).
 #[derive(Debug, Clone)]
 struct Reported {
     completed: u64,
     latency: Duration,
     shortest_share: f64,
+    cv: f64,
     max_in_flight: u64,
     late: u64,
     finished: u64,
@@ -40,6 +41,7 @@ fn reported() -> impl Strategy<Value = Reported> {
         prop_oneof![1u64..40, 1u64..100_000],
         prop_oneof![Just(0u64), 1u64..1_000, 1u64..60_000_000],
         prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
+        prop_oneof![Just(0.0), Just(1.0), 0.0f64..100.0],
         prop_oneof![Just(0u64), 0u64..64, 0u64..20_000],
         prop_oneof![Just(0u64), 0u64..100],
         prop_oneof![Just(0u64), 0u64..100, 0u64..1_000_000],
@@ -53,6 +55,7 @@ fn reported() -> impl Strategy<Value = Reported> {
                 completed,
                 latency_us,
                 shortest_share,
+                cv,
                 max_in_flight,
                 late,
                 finished,
@@ -65,6 +68,7 @@ fn reported() -> impl Strategy<Value = Reported> {
                     completed,
                     latency: Duration::from_micros(latency_us),
                     shortest_share,
+                    cv,
                     max_in_flight,
                     late,
                     finished,
@@ -101,6 +105,7 @@ fn drive<A: LimitAlgorithm>(
             completed: w.completed,
             avg_latency: w.latency,
             min_latency: w.latency.mul_f64(w.shortest_share),
+            latency_cv: w.cv,
             max_in_flight: w.max_in_flight,
             late: w.late,
             limit: probe.map_or(limit, |p| p.clamp(min, limit).round().max(min)),
@@ -237,6 +242,7 @@ fn window(
         completed,
         latency: Duration::from_micros(latency_us),
         shortest_share: 0.0,
+        cv: 1.0,
         max_in_flight,
         late: 0,
         finished,

@@ -45,6 +45,9 @@ pub(crate) struct Completions {
     pub(crate) min: Duration,
     /// The most weight in flight seen at a completion.
     pub(crate) max_in_flight: u64,
+    /// The measured times' coefficient of variation (see
+    /// [`Taken::cv`](super::window::Taken::cv)).
+    pub(crate) cv: f64,
 }
 
 impl Inner {
@@ -86,12 +89,13 @@ impl Inner {
     /// Completions measured since the last call (the adaptive limits'
     /// window), and starts a new window.
     pub(crate) fn take_completions(&self) -> Completions {
-        let (count, sum, min, max_in_flight) = self.window.take();
+        let taken = self.window.take();
         Completions {
-            count,
-            total: Duration::from_nanos(sum),
-            min: Duration::from_nanos(min),
-            max_in_flight,
+            count: taken.count,
+            total: Duration::from_nanos(taken.sum_nanos),
+            min: Duration::from_nanos(taken.min_nanos),
+            max_in_flight: taken.max_in_flight,
+            cv: taken.cv(),
         }
     }
 

@@ -385,6 +385,7 @@ fn trace_window(window: &Window, next: u32, algorithm: &Auto, since: u64) {
         elapsed_ms = ms(window.elapsed),
         mean_ms = ms(window.avg_latency),
         shortest_ms = ms(window.min_latency),
+        cv = window.latency_cv,
         rate = window.throughput(),
         waiting = window.waiting,
         waiters = window.waiters,

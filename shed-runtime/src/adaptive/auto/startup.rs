@@ -2,9 +2,7 @@
 //! and end at the bandwidth-delay product once it stops (see
 //! [`Auto`]'s docs for the rules, and why each).
 
-use super::stats::{
-    holds_one_length, queued_calls, ran_without_queue, standard_error, unfilled_limit, Pool,
-};
+use super::stats::{holds_one_length, queued_calls, ran_without_queue, unfilled_limit, Pool};
 use super::{
     slow_to_gather, Auto, Reading, Window, CROWD, MIN_SAMPLES, QUEUED_CALLS, SHORTEST_LATENCY,
 };
@@ -242,7 +240,7 @@ impl Auto {
             // 12 ms from its first two calls, and every window after
             // looked like a queue). It is never above the pooled
             // windows' reading, which the allowance alone would pass.
-            let noise = 1.0 + standard_error(w.finished);
+            let noise = 1.0 + self.noise(w.finished);
             let little = w.limit / rate * noise;
             let pooled = self.startup_pool.latency().unwrap_or(little);
             // Calls of about one length (the shortest near the mean)
@@ -521,7 +519,7 @@ impl Auto {
         if !self.followed_in_full(w, latency, rate, per_slot) {
             return;
         }
-        let floor = pooled * (1.0 - 2.0 * standard_error(self.startup_pool.finished as u64));
+        let floor = pooled * (1.0 - 2.0 * self.noise(self.startup_pool.finished as u64));
         self.no_load = self.no_load.map(|d| d.max(floor));
     }
 

@@ -2,7 +2,7 @@
 //! sawtooth between the bandwidth-delay product and a queue (see
 //! [`Auto`]'s docs).
 
-use super::stats::{standard_error, Filter, Pool};
+use super::stats::{Filter, Pool};
 use super::{Auto, Reading, Unslowed, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS};
 
 /// A probe whose throughput is at least this share of the usual one shows
@@ -50,8 +50,15 @@ impl Auto {
             binds,
             ..
         } = r;
-        // The probe's latency is the one with the least queueing.
-        if self.no_load.is_some_and(|d| latency < d) {
+        // The probe's latency is the one with the least queueing: learned
+        // at once, once below the no-load latency by more than its noise,
+        // as any window's must be (see `decide`). A probe of 4 workers of
+        // 1 ms at 0.8 load holds a few dozen calls, which read their mean
+        // within a fifth or so (a quarter for calls of a heavy tail).
+        if self
+            .no_load
+            .is_some_and(|d| self.below_beyond_noise(w, latency, d))
+        {
             self.no_load = Some(latency);
         }
         let restore = self.before_probe.take().unwrap_or(w.limit);
@@ -63,7 +70,7 @@ impl Auto {
         // calls at half their length, from 2.4 slots down to 1, where it
         // stayed (2% of its capacity over the run).
         let fraction = w.limit / restore.max(f64::MIN_POSITIVE);
-        let holds = PROBE_HOLDS.max(fraction * (1.0 + 2.0 * standard_error(w.finished)));
+        let holds = PROBE_HOLDS.max(fraction * (1.0 + 2.0 * self.noise(w.finished)));
         let as_many = self
             .binding_rate
             .get()
@@ -86,16 +93,37 @@ impl Auto {
         // 18 slots that served 386 calls a second of the usual 420 read
         // as fewer, the pool's queue became the no-load latency twice,
         // and the limit grew to 38 slots.
-        let noise = standard_error(w.finished);
+        let noise = self.noise(w.finished);
         let fewer = self
             .binding_rate
             .get()
             .is_none_or(|usual| rate < (1.0 - noise) * usual);
+        let low_before = std::mem::replace(&mut self.low_since_probe, f64::INFINITY);
         if stale && fewer {
             // The latency that stayed high was the service's own (the
             // no-load latency was measured too low, or every call got
             // slower).
             self.no_load = Some(self.stale_latency.min(latency));
+        } else if fewer && !self.calls_of_one_length() && self.below_the_pool(rate, fraction) {
+            // A periodic probe that ran below the service's concurrency
+            // shows the service's own latency too: no call queued inside,
+            // at any length. Without it, a no-load latency read low (6.5
+            // ms, from a cold start's first dozen calls of 16 lognormal
+            // workers of 10 ms) stayed: against 1.5 times it every other
+            // window read as a queue and shrank the limit, the calm ones
+            // between started the stale count over, and the limit sank
+            // from 14 slots to 9 in four seconds (74.1% of the pool at 3x
+            // on the worst of 8 seeds; 97.2% with it). Whether or not the
+            // probe's own mean reads as a queue: 16 processor-sharing
+            // workers read 8.6-9.1 ms under the 9.75 the same 6.5 ms
+            // allowed, and held 8 slots for ten seconds (64.5%; 94.4%).
+            // No more than the lowest window's since the last probe, at
+            // no more calls in flight: the probe's window still completes
+            // calls admitted at the limit before it (64 processor-sharing
+            // workers of 50 ms probed at 57 slots from 76 read 69.5 ms,
+            // where the windows before read 49.5 to 62). Only rises: it
+            // comes down as any window's latency does.
+            self.no_load = self.no_load.map(|d| d.max(low_before.min(latency)));
         }
         // A stale probe that showed neither starts the count over: left
         // at five, the next window of the queue asked for another, and
@@ -194,6 +222,25 @@ impl Auto {
         scaled
     }
 
+    /// Whether a probe at `fraction` of the limit that served `rate` calls
+    /// a second ran below the service's concurrency: its throughput fell
+    /// by more than half its cut in slots. Below the concurrency every
+    /// slot completes calls at the same rate, so the throughput falls with
+    /// the slots (to `fraction` of the usual); above it, it holds, and
+    /// midway tells the two apart with a margin each way. Told apart by
+    /// the window's noise alone (one standard error of its count, as
+    /// `fewer` is in `after_probe`), 64 processor-sharing workers of 50
+    /// ms probed at 80 slots from 107 served 1,140 calls a second of
+    /// about 1,300, read as fewer, and the lowest window before it (54.6
+    /// ms, with 95 to 116 calls sharing the workers) became the no-load
+    /// latency; the limit held 95 slots through the slowdown, whose worst
+    /// second served 71.9% (78.8% with the margin, worst of 8 seeds).
+    fn below_the_pool(&self, rate: f64, fraction: f64) -> bool {
+        self.binding_rate
+            .get()
+            .is_none_or(|usual| rate < (1.0 - (1.0 - fraction) / 2.0) * usual)
+    }
+
     /// Whether window `w` (read as `r`), in a startup restarted from the
     /// steady state, shows the service faster than its last window did:
     /// each slot completes more calls a second, beyond the window's noise
@@ -220,7 +267,7 @@ impl Auto {
     /// 6,115 slots, and the second slowdown served half as many calls in
     /// time as the first.
     fn restarted_startup_sped_up(&self, w: &Window, r: Reading) -> bool {
-        let faster = (1.0 + 3.0 * standard_error(w.finished)).max(SPED_UP_PER_SLOT);
+        let faster = (1.0 + 3.0 * self.noise(w.finished)).max(SPED_UP_PER_SLOT);
         self.startup
             && self.restarted
             && self

@@ -9,6 +9,7 @@ fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
         completed: admitted,
         avg_latency: Duration::from_secs_f64(latency_ms / 1000.0),
         min_latency: Duration::ZERO,
+        latency_cv: 1.0,
         max_in_flight: if binds { limit as u64 } else { 0 },
         late: 0,
         limit,
@@ -2210,4 +2211,164 @@ fn a_cold_starts_lucky_first_window_does_not_outlive_the_pool_that_read_the_call
         kept > 88.0,
         "once the pool's windows followed their rise, the lowest reading stays within their noise: {lucky} ms then {kept} ms"
     );
+}
+
+/// 16 workers of calls of 10 ms on average whose windows' means scatter
+/// around it (9.4 ms and 10.6 ms in turn), at `limit`, overloaded: below
+/// the pool each slot completes a call each 10 ms; past it, the calls
+/// queue inside.
+fn scattered_pool(turn: &std::cell::Cell<u32>, limit: f64) -> Window {
+    turn.set(turn.get() + 1);
+    let scatter = if turn.get().is_multiple_of(2) {
+        0.94
+    } else {
+        1.06
+    };
+    let w = pool(16.0, limit);
+    Window {
+        avg_latency: w.avg_latency.mul_f64(scatter),
+        ..w
+    }
+}
+
+#[test]
+fn a_probe_below_the_pool_teaches_the_latency_its_windows_read_as_a_queue() {
+    // A cold start read the calls at 6.5 ms (a lucky window of a dozen
+    // calls of a heavy tail): against 1.5 times that, 9.75 ms, every
+    // other window reads as a queue and shrinks the limit towards the
+    // product, and the calm ones between start the stale count over, so
+    // no stale probe comes. The periodic probe serves fewer calls a
+    // second at its fewer slots, in proportion: it ran below the pool,
+    // where no call queues, and the latency is the service's own.
+    let mut auto = steady(0.0065, 1400.0, 1400.0);
+    let turn = std::cell::Cell::new(0);
+    let limits = drive(&mut auto, 14.0, 60, |l| scattered_pool(&turn, l));
+    let no_load = no_load_ms(&auto);
+    assert!(
+        (9.0..=10.6).contains(&no_load),
+        "the calls' own latency, not the lucky 6.5 ms: {no_load} ms, {limits:?}"
+    );
+    for &l in &limits[40..] {
+        assert!(l >= 14.0, "no drift below the pool: {limits:?}");
+    }
+}
+
+#[test]
+fn a_probe_below_the_pool_teaches_no_more_than_the_lowest_window_before_it() {
+    // 64 processor-sharing workers of 50 ms, whose no-load latency was
+    // read at 41.3 ms, at 76 slots: every call takes 59 ms, a queue
+    // against 1.5 times 41.3 ms only now and then. The probe at 57 slots
+    // still completes calls that shared the workers with 76 (69.5 ms) and
+    // serves fewer calls a second: the service's own latency is at most
+    // that of the lowest window before it (49.5 ms), not the probe's.
+    let mut auto = steady(0.0413, 1300.0, 1300.0);
+    auto.next_limit(&window(49.5, 76.0, 130, true));
+    auto.next_limit(&window(59.0, 76.0, 128, true));
+    auto.since_probe = auto.probe_every;
+    let probe = auto.probe_limit(76.0).expect("a periodic probe");
+    auto.next_limit(&Window {
+        probe: true,
+        ..window(69.5, probe, 110, true)
+    });
+    assert!(
+        (no_load_ms(&auto) - 49.5).abs() < 1e-6,
+        "{} ms",
+        no_load_ms(&auto)
+    );
+}
+
+#[test]
+fn a_probe_whose_throughput_fell_by_less_than_half_its_cut_teaches_nothing() {
+    // The same pool at 107 slots, probed at 80: still above the 64
+    // workers, it serves as many calls a second, less its noise. 1,140
+    // of the usual 1,300 is fewer by more than a standard error of its
+    // 114 calls, but not by half the probe's cut (a probe below the pool
+    // serves 0.75 of the usual): the 41.3 ms stay.
+    let mut auto = steady(0.0413, 1300.0, 1300.0);
+    auto.next_limit(&window(54.6, 107.0, 130, true));
+    auto.since_probe = auto.probe_every;
+    let probe = auto.probe_limit(107.0).expect("a periodic probe");
+    auto.next_limit(&Window {
+        probe: true,
+        ..window(83.0, probe, 114, true)
+    });
+    assert!(
+        (no_load_ms(&auto) - 41.3).abs() < 1e-6,
+        "{} ms",
+        no_load_ms(&auto)
+    );
+}
+
+/// [`steady`] for 4 workers of calls of 1 ms read at 0.8 ms, after
+/// windows of 64 calls whose latency's coefficient of variation was `cv`.
+fn four_workers_of_spread(cv: f64) -> Auto {
+    let mut auto = steady(0.0008, 3200.0, 3200.0);
+    for _ in 0..16 {
+        auto.next_limit(&Window {
+            latency_cv: cv,
+            ..window(0.9, 4.0, 64, false)
+        });
+    }
+    auto
+}
+
+/// A probe at 3 of `auto`'s 4 slots whose 24 calls took `latency_ms` on
+/// average; `auto`'s no-load latency after it, in milliseconds.
+fn after_a_probe_of_24_calls(mut auto: Auto, latency_ms: f64) -> f64 {
+    auto.since_probe = auto.probe_every;
+    let probe = auto.probe_limit(4.0).expect("a periodic probe");
+    auto.next_limit(&Window {
+        probe: true,
+        finished: 300,
+        ..window(latency_ms, probe, 24, true)
+    });
+    no_load_ms(&auto)
+}
+
+#[test]
+fn a_probe_teaches_a_lower_latency_only_beyond_the_noise_of_the_calls_spread() {
+    // 24 calls read their mean within about a fifth (for calls of
+    // exponential length): a probe's mean of 0.5 ms for calls read at 0.8
+    // is noise, one of 0.42 ms is not.
+    let exponential = four_workers_of_spread(1.0);
+    assert!((after_a_probe_of_24_calls(exponential.clone(), 0.5) - 0.8).abs() < 1e-9);
+    assert!((after_a_probe_of_24_calls(exponential, 0.42) - 0.42).abs() < 1e-9);
+    // Calls of a heavy tail (a coefficient of variation of 1.31, σ 1
+    // lognormal) read theirs within about a quarter: 0.42 ms is noise
+    // too. Less spread calls keep the allowance of exponential ones.
+    let heavy = four_workers_of_spread(1.31);
+    assert!((after_a_probe_of_24_calls(heavy, 0.42) - 0.8).abs() < 1e-9);
+    let narrow = four_workers_of_spread(0.3);
+    assert!((after_a_probe_of_24_calls(narrow, 0.42) - 0.42).abs() < 1e-9);
+}
+
+#[test]
+fn the_calls_spread_is_pooled_over_about_the_last_thousand_calls() {
+    let spread_after = |windows: &[(f64, u64)]| {
+        let mut spread = Spread::default();
+        for &(cv, calls) in windows {
+            spread.add(&Window {
+                latency_cv: cv,
+                ..window(10.0, 16.0, calls, true)
+            });
+        }
+        spread.factor()
+    };
+    // Weighted by their calls: a window of 64 calls at 3 moves a thousand
+    // at 1.31 by a little, not to 3.
+    let heavy = spread_after(&[(1.31, 1024), (3.0, 64)]);
+    assert!((1.31..1.6).contains(&heavy), "{heavy}");
+    // A spread of the past fades: a few thousand calls later, the new
+    // one (a thousand later, it still weighs about a third).
+    let mut windows = vec![(3.0, 1024)];
+    windows.extend([(1.31, 64); 16]);
+    let soon = spread_after(&windows);
+    assert!((1.9..2.3).contains(&soon), "{soon}");
+    windows.extend([(1.31, 64); 48]);
+    let later = spread_after(&windows);
+    assert!((1.31..1.4).contains(&later), "{later}");
+    // Never below the allowance of calls of exponential length, and a
+    // window of one call has no spread to add.
+    assert_eq!(spread_after(&[(0.2, 1024)]), 1.0);
+    assert_eq!(spread_after(&[(5.0, 1)]), 1.0);
 }
