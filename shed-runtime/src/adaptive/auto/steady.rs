@@ -105,9 +105,9 @@ impl Auto {
             // slower).
             self.no_load = Some(self.stale_latency.min(latency));
         } else if fewer && !self.calls_of_one_length() && self.below_the_pool(rate, fraction) {
-            // A periodic probe that ran below the service's concurrency
-            // shows the service's own latency too: no call queued inside,
-            // at any length. Without it, a no-load latency read low (6.5
+            // A probe that ran below the service's concurrency shows the
+            // service's own latency too: no call queued inside, at any
+            // length. Without it, a no-load latency read low (6.5
             // ms, from a cold start's first dozen calls of 16 lognormal
             // workers of 10 ms) stayed: against 1.5 times it every other
             // window read as a queue and shrank the limit, the calm ones
@@ -117,12 +117,13 @@ impl Auto {
             // probe's own mean reads as a queue: 16 processor-sharing
             // workers read 8.6-9.1 ms under the 9.75 the same 6.5 ms
             // allowed, and held 8 slots for ten seconds (64.5%; 94.4%).
-            // No more than the lowest window's since the last probe, at
-            // no more calls in flight: the probe's window still completes
-            // calls admitted at the limit before it (64 processor-sharing
-            // workers of 50 ms probed at 57 slots from 76 read 69.5 ms,
-            // where the windows before read 49.5 to 62). Only rises: it
-            // comes down as any window's latency does.
+            // No more than the lowest window's since the last probe: the
+            // probe's window still completes calls admitted at the higher
+            // limit before it, which a queue or shared workers slowed (64
+            // processor-sharing workers of 50 ms probed at 66 slots from
+            // 87 read 69.5 ms, where the lowest window since the last
+            // probe read 49.5). Only rises: it comes down as any window's
+            // latency does.
             self.no_load = self.no_load.map(|d| d.max(low_before.min(latency)));
         }
         // A stale probe that showed neither starts the count over: left
