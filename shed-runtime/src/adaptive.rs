@@ -2,9 +2,9 @@
 //! service can currently sustain, learned from completed calls.
 //!
 //! Completions are folded into a window of lock-free accumulators (count,
-//! latency sum and minimum, highest in-flight weight, late completions)
-//! only when a call's service time is measured, so the hot path pays
-//! nothing more. A controller task closes the window every
+//! latency sum, sum of squares and minimum, highest in-flight weight, late
+//! completions) only when a call's service time is measured, so the hot
+//! path pays nothing more. A controller task closes the window every
 //! [`AdaptiveLimit::window`], hands it to the [`LimitAlgorithm`], and sets
 //! the new capacity; class shares and floors follow the new capacity.
 //!

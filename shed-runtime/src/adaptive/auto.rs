@@ -812,9 +812,10 @@ impl Auto {
         // The no-load latency only comes down here (a probe's window in
         // `after_probe`, at once), and only for a mean below it by more
         // than its noise (two standard errors, see `Auto::noise`; calls
-        // of one length read their mean exactly): the lowest of a stream of noisy means read 1 ms calls
-        // as 0.7 ms, whose product then held 4 workers at 0.8 load behind
-        // 2.9 slots. A little at a time, but at once from a window of
+        // of one length read their mean exactly): the lowest of a stream
+        // of noisy means read 1 ms calls as 0.7 ms, whose product then
+        // held 4 workers at 0.8 load behind 2.9 slots. A little at a
+        // time, but at once from a window of
         // `MIN_SAMPLES` calls in which none waited for a slot: below
         // capacity they barely queue inside the service, and the slowed
         // latency a slowdown scaled it to is stale. Unlearned a third at a

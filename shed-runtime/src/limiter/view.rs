@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::limiter::counters::ClassHandles;
 use crate::limiter::state::admissions_between;
+use crate::limiter::window::Completions;
 use crate::limiter::{class, Inner, Limiter};
 
 /// The limiter's load at one instant, read without a lock. The default
@@ -33,21 +34,6 @@ impl Load {
     pub(crate) fn admitted_since(&self, earlier: &Load) -> u64 {
         admissions_between(earlier.admitted, self.admitted)
     }
-}
-
-/// What completed in the measurement window since it was last taken.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Completions {
-    pub(crate) count: u64,
-    /// Sum of the measured service times, for the mean.
-    pub(crate) total: Duration,
-    /// The shortest measured service time (meaningless when `count` is 0).
-    pub(crate) min: Duration,
-    /// The most weight in flight seen at a completion.
-    pub(crate) max_in_flight: u64,
-    /// The measured times' coefficient of variation (see
-    /// [`Taken::cv`](super::window::Taken::cv)).
-    pub(crate) cv: f64,
 }
 
 impl Inner {
@@ -89,14 +75,7 @@ impl Inner {
     /// Completions measured since the last call (the adaptive limits'
     /// window), and starts a new window.
     pub(crate) fn take_completions(&self) -> Completions {
-        let taken = self.window.take();
-        Completions {
-            count: taken.count,
-            total: Duration::from_nanos(taken.sum_nanos),
-            min: Duration::from_nanos(taken.min_nanos),
-            max_in_flight: taken.max_in_flight,
-            cv: taken.cv(),
-        }
+        self.window.take()
     }
 
     /// Completions measured in the current window so far.

@@ -13,7 +13,7 @@ pub(crate) struct Accumulator {
     max_in_flight: AtomicU64,
     /// The sum of the squared times, in microseconds squared, each time
     /// capped at [`SQUARED_MICROS_CAP`]: with the count and the sum, the
-    /// spread of the calls' times (see [`Taken::squared_micros`]).
+    /// spread of the calls' times (see [`coefficient_of_variation`]).
     squared_micros: AtomicU64,
 }
 
@@ -21,18 +21,21 @@ pub(crate) struct Accumulator {
 /// adds as it is: a longer one adds this one's. Capped so that a million
 /// calls' squares fit a `u64`; the cap only ever reads the spread short,
 /// and only of calls that long.
-pub(crate) const SQUARED_MICROS_CAP: u64 = 1 << 22;
+const SQUARED_MICROS_CAP: u64 = 1 << 22;
 
-/// A window's accumulators, as [`Accumulator::take`] leaves them.
+/// What completed in the measurement window since it was last taken.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Taken {
+pub(crate) struct Completions {
     pub(crate) count: u64,
-    pub(crate) sum_nanos: u64,
-    pub(crate) min_nanos: u64,
+    /// Sum of the measured service times, for the mean.
+    pub(crate) total: Duration,
+    /// The shortest measured service time (meaningless when `count` is 0).
+    pub(crate) min: Duration,
+    /// The most weight in flight seen at a completion.
     pub(crate) max_in_flight: u64,
-    /// The sum of the squared times in microseconds, each capped at
-    /// [`SQUARED_MICROS_CAP`].
-    pub(crate) squared_micros: u64,
+    /// The measured times' coefficient of variation (see
+    /// [`coefficient_of_variation`]).
+    pub(crate) cv: f64,
 }
 
 impl Default for Accumulator {
@@ -82,82 +85,93 @@ impl Accumulator {
         (count > 0).then(|| Duration::from_nanos(self.sum_nanos.load(Ordering::Relaxed) / count))
     }
 
-    pub(crate) fn take(&self) -> Taken {
-        Taken {
-            count: self.count.swap(0, Ordering::Relaxed),
-            sum_nanos: self.sum_nanos.swap(0, Ordering::Relaxed),
-            min_nanos: self.min_nanos.swap(u64::MAX, Ordering::Relaxed),
+    /// The window's completions, and a new window. Each accumulator is
+    /// swapped on its own, so a record racing the take may land partly in
+    /// either window (its count in one, its square in the other): that
+    /// window's spread is then off by one call's, which `Auto` pools with
+    /// a thousand others.
+    pub(crate) fn take(&self) -> Completions {
+        let count = self.count.swap(0, Ordering::Relaxed);
+        let sum_nanos = self.sum_nanos.swap(0, Ordering::Relaxed);
+        let squared_micros = self.squared_micros.swap(0, Ordering::Relaxed);
+        Completions {
+            count,
+            total: Duration::from_nanos(sum_nanos),
+            min: Duration::from_nanos(self.min_nanos.swap(u64::MAX, Ordering::Relaxed)),
             max_in_flight: self.max_in_flight.swap(0, Ordering::Relaxed),
-            squared_micros: self.squared_micros.swap(0, Ordering::Relaxed),
+            cv: coefficient_of_variation(count, sum_nanos, squared_micros),
         }
     }
 }
 
-impl Taken {
-    /// The times' coefficient of variation: their standard deviation over
-    /// their mean (0 with fewer than two, or times all under a
-    /// microsecond).
-    pub(crate) fn cv(&self) -> f64 {
-        if self.count < 2 {
-            return 0.0;
-        }
-        let n = self.count as f64;
-        let mean_micros = self.sum_nanos as f64 / 1_000.0 / n;
-        let variance = self.squared_micros as f64 / n - mean_micros * mean_micros;
-        if mean_micros < 1.0 || variance <= 0.0 {
-            return 0.0;
-        }
-        variance.sqrt() / mean_micros
+/// The coefficient of variation of `count` times summing to `sum_nanos`,
+/// whose squares in microseconds (each capped at [`SQUARED_MICROS_CAP`])
+/// sum to `squared_micros`: their standard deviation over their mean (0
+/// with fewer than two, times all under a microsecond, or a negative
+/// variance, which only capped times or a racing record leave).
+fn coefficient_of_variation(count: u64, sum_nanos: u64, squared_micros: u64) -> f64 {
+    if count < 2 {
+        return 0.0;
     }
+    let n = count as f64;
+    let mean_micros = sum_nanos as f64 / 1_000.0 / n;
+    let variance = squared_micros as f64 / n - mean_micros * mean_micros;
+    if mean_micros < 1.0 || variance <= 0.0 {
+        return 0.0;
+    }
+    variance.sqrt() / mean_micros
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn taken(times_micros: &[u64]) -> Taken {
+    /// The spread of a window of calls of `times_micros`.
+    fn cv_of(times_micros: &[u64]) -> f64 {
         let window = Accumulator::default();
         for &micros in times_micros {
             window.record(Duration::from_micros(micros), 1);
         }
-        window.take()
+        window.take().cv
     }
 
     #[test]
     fn the_spread_of_the_times_is_their_standard_deviation_over_their_mean() {
         // 1, 2, 3 and 6 ms: a mean of 3 ms, a variance of 3.5 ms².
-        let cv = taken(&[1_000, 2_000, 3_000, 6_000]).cv();
+        let cv = cv_of(&[1_000, 2_000, 3_000, 6_000]);
         assert!((cv - 3.5f64.sqrt() / 3.0).abs() < 1e-9, "{cv}");
-        assert_eq!(taken(&[5_000; 10]).cv(), 0.0, "times of one length");
-        assert_eq!(taken(&[5_000]).cv(), 0.0, "one time has no spread");
-        assert_eq!(taken(&[]).cv(), 0.0);
+        assert_eq!(cv_of(&[5_000; 10]), 0.0, "times of one length");
+        assert_eq!(cv_of(&[5_000]), 0.0, "one time has no spread");
+        assert_eq!(cv_of(&[]), 0.0);
         // Taken, the window starts over.
         let window = Accumulator::default();
         window.record(Duration::from_millis(1), 1);
         window.record(Duration::from_millis(9), 1);
-        assert!(window.take().cv() > 0.0);
+        assert!(window.take().cv > 0.0);
         window.record(Duration::from_millis(4), 1);
         window.record(Duration::from_millis(4), 1);
-        assert_eq!(window.take().cv(), 0.0);
+        assert_eq!(window.take().cv, 0.0);
     }
 
     #[test]
-    fn a_time_past_the_cap_adds_the_caps_square_and_never_overflows() {
-        // A million calls of an hour each: their squares, capped, still
-        // fit; the spread reads short (0, as the mean is past the cap),
-        // never as garbage.
+    fn a_million_times_up_to_the_cap_read_their_spread_and_longer_ones_read_none() {
+        // Half a million calls each of 2 s and 4 s (under the 4.2 s cap):
+        // their squares sum to 1e19, within a u64, and they read their
+        // spread exactly (a mean of 3 s, a deviation of 1 s). Wrapped,
+        // the sum would read as anything.
         let window = Accumulator::default();
-        for _ in 0..1_000_000 {
+        for i in 0..1_000_000u64 {
+            window.record(Duration::from_secs(2 + 2 * (i % 2)), 1);
+        }
+        let cv = window.take().cv;
+        assert!((cv - 1.0 / 3.0).abs() < 1e-9, "{cv}");
+        // Calls of an hour add the cap's square: their spread reads short
+        // (none at all), never past what they have.
+        let window = Accumulator::default();
+        for _ in 0..1_000 {
             window.record(Duration::from_secs(3_600), 1);
         }
-        let taken = window.take();
-        assert_eq!(
-            taken.squared_micros,
-            1_000_000 * SQUARED_MICROS_CAP * SQUARED_MICROS_CAP
-        );
-        assert_eq!(taken.cv(), 0.0);
-        // Calls under the cap read as they are.
-        let cv = self::taken(&[1_000_000, 3_000_000]).cv();
-        assert!((cv - 0.5).abs() < 1e-9, "{cv}");
+        window.record(Duration::from_secs(1), 1);
+        assert_eq!(window.take().cv, 0.0);
     }
 }

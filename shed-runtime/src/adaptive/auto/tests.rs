@@ -2253,6 +2253,19 @@ fn a_probe_below_the_pool_teaches_the_latency_its_windows_read_as_a_queue() {
     }
 }
 
+/// Runs a periodic probe of `auto` at its limit `limit`, the probe's
+/// window `at(probe limit)`; `auto`'s no-load latency after it, in
+/// milliseconds.
+fn after_a_probe(auto: &mut Auto, limit: f64, at: impl FnOnce(f64) -> Window) -> f64 {
+    auto.since_probe = auto.probe_every;
+    let probe = auto.probe_limit(limit).expect("a periodic probe");
+    auto.next_limit(&Window {
+        probe: true,
+        ..at(probe)
+    });
+    no_load_ms(auto)
+}
+
 #[test]
 fn a_probe_below_the_pool_teaches_no_more_than_the_lowest_window_before_it() {
     // 64 processor-sharing workers of 50 ms, whose no-load latency was
@@ -2264,17 +2277,8 @@ fn a_probe_below_the_pool_teaches_no_more_than_the_lowest_window_before_it() {
     let mut auto = steady(0.0413, 1300.0, 1300.0);
     auto.next_limit(&window(49.5, 76.0, 130, true));
     auto.next_limit(&window(59.0, 76.0, 128, true));
-    auto.since_probe = auto.probe_every;
-    let probe = auto.probe_limit(76.0).expect("a periodic probe");
-    auto.next_limit(&Window {
-        probe: true,
-        ..window(69.5, probe, 110, true)
-    });
-    assert!(
-        (no_load_ms(&auto) - 49.5).abs() < 1e-6,
-        "{} ms",
-        no_load_ms(&auto)
-    );
+    let no_load = after_a_probe(&mut auto, 76.0, |probe| window(69.5, probe, 110, true));
+    assert!((no_load - 49.5).abs() < 1e-6, "{no_load} ms");
 }
 
 #[test]
@@ -2286,17 +2290,8 @@ fn a_probe_whose_throughput_fell_by_less_than_half_its_cut_teaches_nothing() {
     // serves 0.75 of the usual): the 41.3 ms stay.
     let mut auto = steady(0.0413, 1300.0, 1300.0);
     auto.next_limit(&window(54.6, 107.0, 130, true));
-    auto.since_probe = auto.probe_every;
-    let probe = auto.probe_limit(107.0).expect("a periodic probe");
-    auto.next_limit(&Window {
-        probe: true,
-        ..window(83.0, probe, 114, true)
-    });
-    assert!(
-        (no_load_ms(&auto) - 41.3).abs() < 1e-6,
-        "{} ms",
-        no_load_ms(&auto)
-    );
+    let no_load = after_a_probe(&mut auto, 107.0, |probe| window(83.0, probe, 114, true));
+    assert!((no_load - 41.3).abs() < 1e-6, "{no_load} ms");
 }
 
 /// [`steady`] for 4 workers of calls of 1 ms read at 0.8 ms, after
@@ -2315,14 +2310,10 @@ fn four_workers_of_spread(cv: f64) -> Auto {
 /// A probe at 3 of `auto`'s 4 slots whose 24 calls took `latency_ms` on
 /// average; `auto`'s no-load latency after it, in milliseconds.
 fn after_a_probe_of_24_calls(mut auto: Auto, latency_ms: f64) -> f64 {
-    auto.since_probe = auto.probe_every;
-    let probe = auto.probe_limit(4.0).expect("a periodic probe");
-    auto.next_limit(&Window {
-        probe: true,
+    after_a_probe(&mut auto, 4.0, |probe| Window {
         finished: 300,
         ..window(latency_ms, probe, 24, true)
-    });
-    no_load_ms(&auto)
+    })
 }
 
 #[test]
