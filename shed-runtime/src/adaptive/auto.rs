@@ -184,7 +184,13 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   in flight as before), and the no-load latency is scaled by the
 ///   throughput's fall (against the usual throughput before the window
 ///   the slowdown began in, which the slowed calls already pull down;
-///   for calls of one length, never past the slowed window's mean).
+///   for calls of one length, never past the slowed window's mean). For
+///   calls of varying length after an overload (the load above the limit
+///   in the three windows before), the limit comes down to `headroom`
+///   times the product before the slowdown if it was above (scaled up by
+///   the calls' spread, see `Auto::noise`), and holds while the
+///   throughput stays down: only a queue past twice the tolerance moves
+///   it.
 ///   Once a window in which calls waited completes 0.9 of the usual
 ///   throughput before the slowdown again, at twice the limit before it
 ///   or more and with the no-load latency still the scaled one, the next
@@ -333,6 +339,9 @@ pub struct Auto {
     /// The usual throughput a slowdown under way is scaled against (see
     /// `steady_step`), set at its first slowed window.
     fall_from: Option<f64>,
+    /// The throughput before a slowdown under way that counts its pool
+    /// (see `Auto::slowed_limit`), set with `fall_from`.
+    pool_rate: Option<f64>,
     /// Windows in a row whose throughput had not fallen (see
     /// `steady_step`) that closed with calls waiting for slots, and in
     /// which at least as many calls came to wait as finished: the load
@@ -452,6 +461,7 @@ impl Default for Auto {
             stale_latency: f64::INFINITY,
             binding_rate: BindingRate::default(),
             fall_from: None,
+            pool_rate: None,
             overloaded_windows: 0,
             before_probe: None,
             startup_last: None,

@@ -411,9 +411,9 @@ impl Auto {
     /// recovery is judged as ever.
     ///
     /// A pool of workers four times slower needs as many calls in flight
-    /// as before, which the limit the throughput had set before is: the
-    /// slowdown keeps it (`steady_step`), and the windows after it only
-    /// add noise. A slowed window holds a few dozen calls (64 workers of
+    /// as before, which the limit the throughput had set before is, at
+    /// most `headroom` times the product (`Auto::slowed_limit`), and the
+    /// windows after it only add noise. A slowed window holds a few dozen calls (64 workers of
     /// 200 ms: 64 calls in 0.23 s), the no-load latency scaled by the
     /// throughput's fall reads the slowdown within a third either way,
     /// and judged against it, the slowed limit of `ps-64x50ms` moved
@@ -442,6 +442,47 @@ impl Auto {
                 .unslowed
                 .is_some_and(|before| before.overloaded && r.rate <= SLOWER * before.rate)
             && !(queueing && r.latency > FAR_QUEUE * self.tolerance * no_load)
+    }
+
+    /// The limit a slowdown learned in a window at `limit` goes on from,
+    /// `product` the bandwidth-delay product before it (the usual
+    /// throughput times the no-load latency; the highest recent throughput
+    /// if higher, where the smoothed one holds only the window the
+    /// slowdown began in): the same limit, except one
+    /// that holds through the slowdown (`Auto::holds_through_slowdown`),
+    /// which comes down to `headroom` times that product if it is above,
+    /// allowing for the calls' spread.
+    ///
+    /// A pool of workers four times slower needs as many calls in flight
+    /// as before, which the product counts, but the limit an overload
+    /// sets is a point of its sawtooth between the product and a queue,
+    /// and held there, the slowed calls queue inside for the whole
+    /// slowdown: `ps-64x50ms` at 3x, seed 28, held 95 slots for 64
+    /// workers (slowed seconds at 75-87%; 83-91% at 76 slots). Over seeds
+    /// 0..32 every second after the third served 80% at 3x on 24 runs of
+    /// `ps-64x50ms` instead of 18, 30 of `fifo-1000x200ms` instead of
+    /// 28, and on the holdout 31 of `fifo-160x50ms` instead of 28 and 32
+    /// of `ps-100x20ms` instead of 29.
+    ///
+    /// Only down: a limit below it is where the cold start or a probe
+    /// found the pool, and moved up to it (or set to it either way), calls
+    /// of heavy-tailed length lost more than they gained (`ps-64x50ms` of
+    /// lognormal calls, 14 runs instead of 19). Scaled by the spread
+    /// ([`Spread::factor`](super::stats::Spread::factor)), as the noise
+    /// allowances are: the no-load latency is the lowest of noisy windows'
+    /// means, which reads further below the calls' own the more they
+    /// spread. Without it, that shape's seed 1 went from 67 slots to 56
+    /// for 64 workers (its worst second 82.5% to 68.1%; 17 runs instead
+    /// of 19). The noise still costs some: seed 21 of `ps-64x50ms`, whose
+    /// no-load latency read 38.5 ms for calls of 50, went from 63 slots
+    /// to 53 (its worst second 83.1% to 70.6%).
+    fn slowed_limit(&self, limit: f64, product: f64) -> f64 {
+        let held = !self.calls_of_one_length() && self.unslowed.is_some_and(|u| u.overloaded);
+        if held {
+            limit.min(self.headroom * self.spread.factor() * product)
+        } else {
+            limit
+        }
     }
 
     /// A window in the steady state: a slowdown keeps the limit, a queue
@@ -500,6 +541,18 @@ impl Auto {
                     self.binding_rate.before
                 };
                 self.fall_from = Some(usual.max(before.unwrap_or(usual)));
+                // The pool, though, is counted by the throughput before
+                // the slowdown, which a smoothed rate of that one window
+                // does not hold: 1,000 workers of 200 ms at 3x, whose
+                // restarted startup had ended (which starts the smoothed
+                // rate over) a window before their second slowdown, read
+                // 3,145 calls a second for 5,000, and their limit came
+                // down to 807 slots (`grid --twice`, seed 11).
+                self.pool_rate = if self.binding_rate.before.is_none() {
+                    self.highest_recent_rate().map(|highest| highest.max(usual))
+                } else {
+                    None
+                };
             }
             let usual = self.fall_from.unwrap_or(usual);
             // Latency up and throughput down by much, at the same limit,
@@ -548,6 +601,8 @@ impl Auto {
                 self.stale = 0;
                 self.stale_latency = f64::INFINITY;
                 self.idle_rises = 0;
+                let pool_rate = self.pool_rate.unwrap_or(usual);
+                return self.slowed_limit(w.limit, no_load * pool_rate);
             }
             return w.limit;
         }
