@@ -410,21 +410,20 @@ impl Auto {
     /// slowdown's (at most [`SLOWER`] times the one before it), so a
     /// recovery is judged as ever.
     ///
-    /// A pool of workers four times slower needs as many calls in flight
-    /// as before, which the limit the throughput had set before is, at
-    /// most `headroom` times the product (`Auto::slowed_limit`), and the
-    /// windows after it only add noise. A slowed window holds a few dozen calls (64 workers of
-    /// 200 ms: 64 calls in 0.23 s), the no-load latency scaled by the
-    /// throughput's fall reads the slowdown within a third either way,
-    /// and judged against it, the slowed limit of `ps-64x50ms` moved
-    /// between 40 and 140 slots (seed 21 at 3x: a shrink to 53 and a
-    /// probe at 40, then a restarted startup that doubled 70 to 140; its
-    /// seconds at 65%, 74% and 54%; 83-91% held at 63). The clients'
-    /// patience does not grow with the slowdown either (a timeout of 2.5
-    /// slowed calls on those three shapes), and every shrink of the
-    /// ordinary sawtooth stops admitting for as long as the slowed calls
-    /// take to drain it: 1,000 workers of 200 ms, cut from 1,635 slots to
-    /// 1,151 there, served 51% of a second's calls in time.
+    /// A pool of workers four times slower needs as many calls in flight as
+    /// before, which the limit the throughput had set before is, at most
+    /// `headroom` times the product (`Auto::slowed_limit`), and the windows
+    /// after it only add noise. A slowed window holds a few dozen calls (64
+    /// workers of 200 ms: 64 calls in 0.23 s), the no-load latency scaled by
+    /// the throughput's fall reads the slowdown within a third either way, and
+    /// judged against it, the slowed limit of `ps-64x50ms` moved between 40 and
+    /// 140 slots (seed 21 at 3x: a shrink to 53 and a probe at 40, then a
+    /// restarted startup that doubled 70 to 140; its seconds at 65%, 74% and
+    /// 54%; 83-91% held at 63). The clients' patience does not grow with the
+    /// slowdown either (a timeout of 2.5 slowed calls on those three shapes),
+    /// and every shrink of the ordinary sawtooth stops admitting for as long as
+    /// the slowed calls take to drain it: 1,000 workers of 200 ms, cut from
+    /// 1,635 slots to 1,151 there, served 51% of a second's calls in time.
     ///
     /// Only when the load was above the limit before the slowdown
     /// (`Auto::overloaded_windows`): a load below capacity leaves the
@@ -448,10 +447,10 @@ impl Auto {
     /// `product` the bandwidth-delay product before it (the usual
     /// throughput times the no-load latency; the highest recent throughput
     /// if higher, where the smoothed one holds only the window the
-    /// slowdown began in): the same limit, except one
-    /// that holds through the slowdown (`Auto::holds_through_slowdown`),
-    /// which comes down to `headroom` times that product if it is above,
-    /// allowing for the calls' spread.
+    /// slowdown began in): the same limit, except one that holds through
+    /// the slowdown (`Auto::holds_through_slowdown`), which comes down to
+    /// `headroom` times that product if it is above, allowing for the
+    /// calls' spread.
     ///
     /// A pool of workers four times slower needs as many calls in flight
     /// as before, which the product counts, but the limit an overload
