@@ -336,12 +336,9 @@ pub struct Auto {
     /// Throughput of ordinary binding windows, smoothed: what a probe is
     /// judged against.
     binding_rate: BindingRate,
-    /// The usual throughput a slowdown under way is scaled against (see
-    /// `steady_step`), set at its first slowed window.
-    fall_from: Option<f64>,
-    /// The throughput before a slowdown under way that counts its pool
-    /// (see `Auto::slowed_limit`), set with `fall_from`.
-    pool_rate: Option<f64>,
+    /// The throughputs a slowdown under way is read against, set at its
+    /// first slowed window.
+    fall_from: Option<FallFrom>,
     /// Windows in a row whose throughput had not fallen (see
     /// `steady_step`) that closed with calls waiting for slots, and in
     /// which at least as many calls came to wait as finished: the load
@@ -426,6 +423,18 @@ pub struct Auto {
     low_since_probe: f64,
 }
 
+/// The throughputs (calls a second) before a slowdown under way, set at
+/// its first slowed window (see `steady_step`).
+#[derive(Debug, Clone, Copy)]
+struct FallFrom {
+    /// The usual one, which the slowdown is scaled against.
+    usual: f64,
+    /// The one that counts the pool (see `Auto::slowed_limit`): the usual
+    /// one, or the highest recent one if higher where the smoothed rate
+    /// holds only the window the slowdown began in.
+    pool: f64,
+}
+
 /// What a slowdown scaled from: the no-load latency (seconds), the usual
 /// throughput (calls a second) and the limit before it.
 #[derive(Debug, Clone, Copy)]
@@ -461,7 +470,6 @@ impl Default for Auto {
             stale_latency: f64::INFINITY,
             binding_rate: BindingRate::default(),
             fall_from: None,
-            pool_rate: None,
             overloaded_windows: 0,
             before_probe: None,
             startup_last: None,

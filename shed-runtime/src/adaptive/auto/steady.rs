@@ -3,7 +3,7 @@
 //! [`Auto`]'s docs).
 
 use super::stats::{Filter, Pool};
-use super::{Auto, Reading, Unslowed, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS};
+use super::{Auto, FallFrom, Reading, Unslowed, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS};
 
 /// A probe whose throughput is at least this share of the usual one shows
 /// that the concurrency it removed was only queueing.
@@ -436,11 +436,16 @@ impl Auto {
     /// Calls of one length read a queue exactly (see `decide`), and their
     /// limit follows it.
     fn holds_through_slowdown(&self, r: Reading, queueing: bool, no_load: f64) -> bool {
-        !self.calls_of_one_length()
-            && self
-                .unslowed
-                .is_some_and(|before| before.overloaded && r.rate <= SLOWER * before.rate)
+        self.slowed_after_overload()
+            .is_some_and(|before| r.rate <= SLOWER * before.rate)
             && !(queueing && r.latency > FAR_QUEUE * self.tolerance * no_load)
+    }
+
+    /// What a slowdown of calls of varying length after an overload scaled
+    /// from; `None` for any other (see `Auto::holds_through_slowdown`).
+    pub(super) fn slowed_after_overload(&self) -> Option<Unslowed> {
+        self.unslowed
+            .filter(|before| before.overloaded && !self.calls_of_one_length())
     }
 
     /// The limit a slowdown learned in a window at `limit` goes on from,
@@ -476,11 +481,9 @@ impl Auto {
     /// no-load latency read 38.5 ms for calls of 50, went from 63 slots
     /// to 53 (its worst second 83.1% to 70.6%).
     fn slowed_limit(&self, limit: f64, product: f64) -> f64 {
-        let held = !self.calls_of_one_length() && self.unslowed.is_some_and(|u| u.overloaded);
-        if held {
-            limit.min(self.headroom * self.spread.factor() * product)
-        } else {
-            limit
+        match self.slowed_after_overload() {
+            Some(_) => limit.min(self.headroom * self.spread.factor() * product),
+            None => limit,
         }
     }
 
@@ -539,7 +542,7 @@ impl Auto {
                 } else {
                     self.binding_rate.before
                 };
-                self.fall_from = Some(usual.max(before.unwrap_or(usual)));
+                let from = usual.max(before.unwrap_or(usual));
                 // The pool, though, is counted by the throughput before
                 // the slowdown, which a smoothed rate of that one window
                 // does not hold: 1,000 workers of 200 ms at 3x, whose
@@ -547,13 +550,14 @@ impl Auto {
                 // rate over) a window before their second slowdown, read
                 // 3,145 calls a second for 5,000, and their limit came
                 // down to 807 slots (`grid --twice`, seed 11).
-                self.pool_rate = if self.binding_rate.before.is_none() {
-                    self.highest_recent_rate().map(|highest| highest.max(usual))
-                } else {
-                    None
+                let pool = match self.binding_rate.before {
+                    None => self.highest_recent_rate().map_or(from, |h| h.max(from)),
+                    Some(_) => from,
                 };
+                self.fall_from = Some(FallFrom { usual: from, pool });
             }
-            let usual = self.fall_from.unwrap_or(usual);
+            let fall_from = self.fall_from.unwrap_or(FallFrom { usual, pool: usual });
+            let usual = fall_from.usual;
             // Latency up and throughput down by much, at the same limit,
             // two windows in a row: every call got slower (a dependency, a
             // slowdown), which a queue inside the service does not do (it
@@ -600,8 +604,7 @@ impl Auto {
                 self.stale = 0;
                 self.stale_latency = f64::INFINITY;
                 self.idle_rises = 0;
-                let pool_rate = self.pool_rate.unwrap_or(usual);
-                return self.slowed_limit(w.limit, no_load * pool_rate);
+                return self.slowed_limit(w.limit, no_load * fall_from.pool);
             }
             return w.limit;
         }

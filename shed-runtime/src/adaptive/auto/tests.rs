@@ -328,6 +328,7 @@ fn a_slowdown_after_an_overload_keeps_a_limit_below_headroom_times_the_product()
     assert_eq!(auto.next_limit(&slowed), at);
     assert_eq!(auto.next_limit(&slowed), at);
     assert!(auto.no_load_latency().unwrap() > Duration::from_millis(30));
+    assert!(auto.slowed_after_overload().is_some(), "a held slowdown");
 }
 
 #[test]
@@ -339,6 +340,8 @@ fn a_slowdown_after_an_overload_allows_for_the_calls_spread() {
     // workers (its worst second 82.5% to 68.1%).
     let mut auto = Auto::default();
     let (before, held, _) = slowed_after(&mut auto, spread);
+    assert!(auto.slowed_after_overload().is_some(), "a held slowdown");
+    assert!(before > 1.2 * 20.0, "above the product's: {before}");
     assert!(before < 1.2 * 1.5 * 20.0, "{before}");
     assert_eq!(held, before);
 }
