@@ -24,8 +24,8 @@ use super::{Driver, LimitAlgorithm, Window};
 pub(crate) use control::AutoControl;
 pub use control::AutoSettings;
 use stats::{
-    holds_one_length, queued_calls, standard_error, unfilled_limit, BindingRate, Filter, Pool,
-    Spread,
+    holds_one_length, load_outran_limit, queued_calls, standard_error, unfilled_limit, BindingRate,
+    Filter, Pool, Spread,
 };
 
 /// A throughput below this share of the usual one, with latency up, is a
@@ -102,9 +102,11 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   window (of at least 12 calls; the first, of calls whose dozen
 ///   would take longer, closes on 6 after half a second if 64 calls wait
 ///   for its slots) in which the limit binds (in the cold
-///   start, in which calls waited for a slot: below capacity a window can
-///   reach its limit in a burst with none waiting, and its throughput is
-///   the load's, though its calls, if of one length, still show their
+///   start, in which the load outran the limit: calls waited for a slot at
+///   its close, and as many came to wait, or still waited, as finished;
+///   below capacity a window can reach its limit in a burst with none
+///   waiting, or fewer than the slots serve, and its throughput is the
+///   load's, though its calls, if of one length, still show their
 ///   latency; by its square for a window that took two round trips or
 ///   more, to the nearest, to gather its calls, or for any window from
 ///   64 slots once the rising windows hold 32 calls of varying length,
@@ -340,10 +342,9 @@ pub struct Auto {
     /// first slowed window.
     fall_from: Option<FallFrom>,
     /// Windows in a row whose throughput had not fallen (see
-    /// `steady_step`) that closed with calls waiting for slots, and in
-    /// which at least as many calls came to wait as finished: the load
-    /// above the limit. A window whose throughput fell neither counts nor
-    /// breaks the run.
+    /// `steady_step`) in which the load outran the limit (see
+    /// `load_outran_limit`). A window whose throughput fell neither counts
+    /// nor breaks the run.
     overloaded_windows: u32,
     /// The limit before the running probe.
     before_probe: Option<f64>,
@@ -930,7 +931,7 @@ impl Auto {
             .filter(|_| r.rate_binds && !self.startup);
         let fallen = usual_rate.is_some_and(|usual| rate < SLOWER * usual);
         if !fallen {
-            self.overloaded_windows = if w.waiting && w.arrived >= w.finished {
+            self.overloaded_windows = if load_outran_limit(w) {
                 self.overloaded_windows.saturating_add(1)
             } else {
                 0

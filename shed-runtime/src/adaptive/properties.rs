@@ -227,9 +227,10 @@ proptest! {
     }
 }
 
-/// A window as the property tests write it, none waiting at its close:
-/// `completed` calls of mean `latency_us`, `max_in_flight`, `finished`
-/// calls in `elapsed_us`, `waiting` for slots or not.
+/// A window as the property tests write it: `completed` calls of mean
+/// `latency_us`, `max_in_flight`, `finished` calls in `elapsed_us`,
+/// `waiting` for slots or not (and then, as many calls came to wait as
+/// finished: the load outran the limit).
 fn window(
     completed: u64,
     latency_us: u64,
@@ -249,7 +250,7 @@ fn window(
         elapsed: Duration::from_micros(elapsed_us),
         waiting,
         waiters: 0,
-        arrived: 0,
+        arrived: if waiting { finished } else { 0 },
     }
 }
 

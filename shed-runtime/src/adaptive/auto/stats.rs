@@ -97,6 +97,22 @@ impl Pool {
     }
 }
 
+/// Whether the load outran window `w`'s limit: calls were waiting for
+/// slots when it closed, and at least as many calls came to wait in it as
+/// finished, or still waited at its close. Below capacity a burst makes
+/// some calls wait, but fewer than the limit serves (each arrival waits
+/// only if it finds every slot taken); only a demand above what the limit
+/// serves keeps its waiters coming as fast as its calls finish. A backlog
+/// of a window's calls or more is demand the limit has not served, though
+/// fewer come to wait while it drains: a cold start's crowd at 256 slots
+/// for 300 workers of 100 ms at 0.8 load (337 waiting, 255 come to wait,
+/// 256 finished), held there, drained it, overshot to 512 slots on the
+/// next window, and settled at 395, which the slowdown's calls then
+/// filled past their clients' timeout.
+pub(super) fn load_outran_limit(w: &Window) -> bool {
+    w.waiting && (w.arrived >= w.finished || w.waiters >= w.finished)
+}
+
 /// Whether window `w`, of mean latency `latency`, holds calls of about
 /// one length: its shortest near its mean.
 pub(super) fn holds_one_length(w: &Window, latency: f64) -> bool {

@@ -18,7 +18,9 @@ fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
         elapsed: Duration::from_millis(100),
         waiting: binds,
         waiters: 0,
-        arrived: 0,
+        // A binding window's load outran its limit: as many calls came to
+        // wait as finished (see `load_outran_limit`).
+        arrived: if binds { admitted } else { 0 },
         at: Instant::now(),
     }
 }
@@ -202,10 +204,32 @@ fn four_times_slower(w: Window) -> Window {
     }
 }
 
+/// Window `w` that a load below capacity left a slot short of its limit:
+/// no call waited, and the run of windows the load outran (see
+/// `Auto::overloaded_windows`) ends. The limit stays where it was (see
+/// `Auto::unfilled`).
+fn a_slot_short(w: Window) -> Window {
+    Window {
+        waiting: false,
+        arrived: 0,
+        max_in_flight: (w.limit.round() as u64).saturating_sub(1),
+        ..w
+    }
+}
+
+/// A pool of 20 workers of 10 ms driven from a cold start until it
+/// settles, then left a slot short for a window: a slowdown after it is
+/// not one after an overload (see `Auto::holds_through_slowdown`).
+fn settled_below_capacity(auto: &mut Auto) -> f64 {
+    let before = *drive(auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
+    assert_eq!(auto.next_limit(&a_slot_short(pool(20.0, before))), before);
+    before
+}
+
 #[test]
 fn one_slow_window_is_noise_and_two_are_a_slowdown() {
     let mut auto = Auto::default();
-    let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
+    let before = settled_below_capacity(&mut auto);
     let slow = |limit: f64| four_times_slower(pool(20.0, limit));
     let no_load = auto.no_load_latency().unwrap();
     assert_eq!(auto.next_limit(&slow(before)), before, "held, not cut");
@@ -382,7 +406,11 @@ fn a_slowdown_after_a_load_below_capacity_is_not_held() {
     // throughput set it (16 workers of 10 ms at 0.8 load: 13 slots), and
     // the slowed windows, past it, must still move it.
     let mut auto = Auto::default();
-    let (before, after, no_load) = slowed_after(&mut auto, |w| w);
+    let before = settled_below_capacity(&mut auto);
+    let slowed = four_times_slower(pool(20.0, before));
+    assert_eq!(auto.next_limit(&slowed), before, "one window is noise");
+    let after = auto.next_limit(&slowed);
+    let no_load = auto.no_load_latency().unwrap();
     assert_eq!(after, before, "the slowdown itself keeps it");
     let limits = noisy_slowed_windows(&mut auto, before, no_load, |w| w);
     assert!(
@@ -419,7 +447,7 @@ fn a_slowdown_is_scaled_by_the_throughputs_fall_not_by_a_mean_that_lags_it() {
     // of 200 ms at 3x). Taken as the slowdown, it read the slowed calls
     // as a queue, and the limit fell to 740 slots for the 1,000 workers.
     let mut auto = Auto::default();
-    let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
+    let before = settled_below_capacity(&mut auto);
     let no_load = auto.no_load_latency().unwrap();
     // A slowed window: its mean `lag` times the no-load latency while
     // calls started before the slowdown still complete (`None`: four
@@ -453,7 +481,7 @@ fn a_slowdown_is_scaled_against_the_rate_before_the_window_it_began_in() {
     // slowed four times were scaled 3.1x (seed 2 of `ps-16x10ms` at 3x),
     // the slowed calls read as a queue, and the limit fell to 10 slots.
     let mut auto = Auto::default();
-    let before = *drive(&mut auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
+    let before = settled_below_capacity(&mut auto);
     let no_load = auto.no_load_latency().unwrap();
     let usual = pool(20.0, before);
     let straddling = Window {
@@ -1051,6 +1079,38 @@ fn below_capacity_a_cold_start_window_in_which_no_call_waited_grows_nothing() {
         auto.next_limit(&recorded((4.0, 12, 1276.0, 192.9, 34.0))),
         8.0
     );
+}
+
+#[test]
+fn a_cold_start_window_whose_load_did_not_outrun_its_limit_grows_nothing() {
+    // 2 workers of 200 ms at 0.8 load (the defaults grid's
+    // `fifo-2x200ms-exp-10x`, seed 13): the first window closed with 2
+    // calls waiting for its 2 slots, but 8 had come to wait while 12
+    // finished, a burst of a load the slots kept up with. Grown on it to
+    // 4, then on another to 16, the limit let the slowdown queue 16 calls
+    // of 800 ms behind the 2 workers, past every client's 2 s, to the end
+    // of the run.
+    let burst = Window {
+        waiters: 2,
+        arrived: 8,
+        ..recorded((2.0, 12, 3091.0, 281.3, 5.0))
+    };
+    assert!(burst.waiting && burst.limit_binds());
+    let mut auto = Auto::default();
+    assert_eq!(auto.next_limit(&burst), 2.0, "the load's rate");
+    assert!(auto.in_startup());
+    // As many calls coming to wait as finished, or a backlog of as many
+    // still waiting: the load outran the slots.
+    let outran = Window {
+        arrived: 12,
+        ..burst
+    };
+    assert_eq!(Auto::default().next_limit(&outran), 4.0);
+    let backlog = Window {
+        waiters: 12,
+        ..burst
+    };
+    assert_eq!(Auto::default().next_limit(&backlog), 4.0);
 }
 
 #[test]
@@ -1730,11 +1790,12 @@ const A_LUCKY_FIRST_WINDOW_IN_A_CROWD: [(f64, u64, f64, f64, f64); 4] = [
 ];
 
 /// Replays recorded windows (see [`recorded`]) on `auto` with a crowd of
-/// `waiters` calls waiting at each close; the limits it chose.
+/// `waiters` calls waiting at each close, and as many calls come to wait
+/// in each as finished; the limits it chose.
 fn replay_with(auto: &mut Auto, waiters: u64, windows: &[(f64, u64, f64, f64, f64)]) -> Vec<f64> {
     windows
         .iter()
-        .map(|&row| auto.next_limit(&in_a_crowd(row, waiters, 0)))
+        .map(|&row| auto.next_limit(&in_a_crowd(row, waiters, row.1)))
         .collect()
 }
 
@@ -1925,6 +1986,7 @@ fn a_second_look_whose_slots_each_did_twice_the_work_is_not_slots_that_worked() 
     assert_eq!(limits, [4.0, 16.0]);
     let stalled = Window {
         finished: 26,
+        arrived: 26,
         ..recorded((16.0, 16, 3070.0, 1334.2, 151.0))
     };
     assert_eq!(auto.next_limit(&stalled), 4.0, "a second look at 4 slots");
