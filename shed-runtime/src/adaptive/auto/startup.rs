@@ -198,17 +198,17 @@ impl Auto {
         // calls of 800 ms behind the 2 workers, past every client's 2 s.
         // So does a window whose bursts left calls waiting at its close
         // but fewer came to wait, or still waited, than finished: the
-        // load did not outrun the limit (see `load_outran_limit`). Growing on calls waiting at
-        // the close alone, 2 workers of 200 ms at 0.8 load rose from 2
-        // slots to 4 on a window of 12 calls in which 8 came to wait, then
-        // to 16; the slowdown queued 16 calls of 800 ms behind the 2
-        // workers, and nothing was served in time from 7 s to the run's
-        // end at 16 s (held at 2, 83 calls in time instead of 50). Over
-        // seeds 0..32 the grid's runs back within 2 s went from 593 to 607
-        // and those without an outage from 588 to 603 (see
-        // `docs/defaults.md`). Calls of one length that queued inside the
-        // service show the limit past its concurrency, waiting or not
-        // (below).
+        // load did not outrun the limit (see `load_outran_limit`).
+        // Growing on calls waiting at the close alone, 2 workers of 200
+        // ms at 0.8 load rose from 2 slots to 4 on a window of 12 calls
+        // in which 8 came to wait, then to 16; the slowdown queued 16
+        // calls of 800 ms behind the 2 workers, and nothing was served in
+        // time from 7 s to the run's end at 16 s (held at 2, 83 calls in
+        // time instead of 50). Over seeds 0..32 the grid's runs back
+        // within 2 s went from 593 to 607 and those without an outage
+        // from 588 to 603 (see `docs/defaults.md`). Calls of one length
+        // that queued inside the service show the limit past its
+        // concurrency, waiting or not (below).
         if !self.restarted && !load_outran_limit(w) && !one_length_queue {
             self.learn_below_the_limit(w, latency);
             return w.limit;

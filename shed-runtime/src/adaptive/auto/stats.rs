@@ -106,8 +106,8 @@ impl Pool {
 /// of a window's calls or more is demand the limit has not served, though
 /// fewer come to wait while it drains: a cold start's crowd at 256 slots
 /// for 300 workers of 100 ms at 0.8 load (337 waiting, 255 come to wait,
-/// 256 finished), held there, drained it, overshot to 512 slots on the
-/// next window, and settled at 395, which the slowdown's calls then
+/// 256 finished), held there, drained it, overshot to 512 slots three
+/// windows later, and settled at 395, which the slowdown's calls then
 /// filled past their clients' timeout.
 pub(super) fn load_outran_limit(w: &Window) -> bool {
     w.waiting && (w.arrived >= w.finished || w.waiters >= w.finished)
