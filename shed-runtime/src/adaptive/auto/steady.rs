@@ -481,9 +481,10 @@ impl Auto {
     /// no-load latency read 38.5 ms for calls of 50, went from 63 slots
     /// to 53 (its worst second 83.1% to 70.6%).
     fn slowed_limit(&self, limit: f64, product: f64) -> f64 {
-        match self.slowed_after_overload() {
-            Some(_) => limit.min(self.headroom * self.spread.factor() * product),
-            None => limit,
+        if self.slowed_after_overload().is_some() {
+            limit.min(self.headroom * self.spread.factor() * product)
+        } else {
+            limit
         }
     }
 

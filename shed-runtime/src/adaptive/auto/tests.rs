@@ -260,10 +260,18 @@ fn slowed_after(auto: &mut Auto, load: impl Fn(Window) -> Window) -> (f64, f64, 
     let before = *drive(auto, 4.0, 40, |l| load(pool(20.0, l)))
         .last()
         .unwrap();
+    let (after, no_load) = slow_down(auto, before, load);
+    (before, after, no_load)
+}
+
+/// The pool of 20 workers at `before` slowed four times (`load` applied)
+/// for the two windows that show a slowdown: the limit the slowdown left,
+/// and the no-load latency it scaled.
+fn slow_down(auto: &mut Auto, before: f64, load: impl Fn(Window) -> Window) -> (f64, Duration) {
     let slowed = load(four_times_slower(pool(20.0, before)));
     assert_eq!(auto.next_limit(&slowed), before, "one window is noise");
     let after = auto.next_limit(&slowed);
-    (before, after, auto.no_load_latency().unwrap())
+    (after, auto.no_load_latency().unwrap())
 }
 
 /// What the limit does over slowed windows (at `limit`) whose means read,
@@ -407,10 +415,7 @@ fn a_slowdown_after_a_load_below_capacity_is_not_held() {
     // the slowed windows, past it, must still move it.
     let mut auto = Auto::default();
     let before = settled_below_capacity(&mut auto);
-    let slowed = four_times_slower(pool(20.0, before));
-    assert_eq!(auto.next_limit(&slowed), before, "one window is noise");
-    let after = auto.next_limit(&slowed);
-    let no_load = auto.no_load_latency().unwrap();
+    let (after, no_load) = slow_down(&mut auto, before, |w| w);
     assert_eq!(after, before, "the slowdown itself keeps it");
     let limits = noisy_slowed_windows(&mut auto, before, no_load, |w| w);
     assert!(
@@ -1087,9 +1092,9 @@ fn a_cold_start_window_whose_load_did_not_outrun_its_limit_grows_nothing() {
     // `fifo-2x200ms-exp-10x`, seed 13): the first window closed with 2
     // calls waiting for its 2 slots, but 8 had come to wait while 12
     // finished, a burst of a load the slots kept up with. Grown on it to
-    // 4, then on another to 16, the limit let the slowdown queue 16 calls
-    // of 800 ms behind the 2 workers, past every client's 2 s, to the end
-    // of the run.
+    // 4, then to 16, the limit let the slowdown queue 16 calls of 800 ms
+    // behind the 2 workers, past every client's 2 s, to the end of the
+    // run.
     let burst = Window {
         waiters: 2,
         arrived: 8,
