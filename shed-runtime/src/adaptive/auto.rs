@@ -154,7 +154,10 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 /// - **Below capacity.** A window closing with no call waiting for a slot
 ///   neither shrinks the limit nor ends a startup, whatever its latency
 ///   or throughput: those then show the load, not the service (nor does
-///   it grow a cold start, see above). Calls of one length that queued
+///   it grow a cold start, see above). Nor, after the startup, does a
+///   window of calls of varying length whose calls waited but fewer came
+///   to wait, or still waited, than finished shrink it: the load did not
+///   outrun the limit, a burst did. Calls of one length that queued
 ///   inside the service are the exception: they show the limit past the
 ///   service's concurrency, and end a startup. And a cold start that grows
 ///   fourfold brings a limit its window did not fill down to twice the

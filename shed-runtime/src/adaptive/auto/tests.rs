@@ -1564,6 +1564,54 @@ fn a_queue_inside_the_service_that_no_caller_waits_behind_keeps_the_limit() {
 }
 
 #[test]
+fn a_queue_inside_the_service_behind_a_burst_the_limit_kept_up_with_keeps_the_limit() {
+    // A burst left 3 calls waiting at the window's close, but only 150
+    // came to wait while 320 finished: the load did not outrun the limit.
+    // Shrunk on such windows to the load's product, 4 workers of 1 ms of
+    // lognormal length at 0.8 load stood at 3-4 slots, and their bursts
+    // waited past the budget.
+    let mut auto = steady(0.001, 3200.0, 3200.0);
+    let burst = Window {
+        waiting: true,
+        waiters: 3,
+        arrived: 150,
+        ..below_capacity(12.0)
+    };
+    assert!(!load_outran_limit(&burst));
+    assert_eq!(auto.next_limit(&burst), 12.0);
+    // As many came to wait as finished: the load outran the limit, and
+    // the queue is the limit's doing.
+    let outran = Window {
+        arrived: 320,
+        ..burst
+    };
+    assert!(auto.next_limit(&outran) < 12.0);
+}
+
+#[test]
+fn calls_of_one_length_that_queue_behind_a_burst_still_shrink_the_limit() {
+    // Calls of one length read a queue exactly: past the pool, whatever
+    // the load. Held on such windows, 12 ps workers of 10 ms at 0.8 load
+    // kept 16 slots in the lab.
+    let mut auto = Auto::default();
+    drive(&mut auto, 2.0, 200, |l| pool_of_one_length(16.0, l));
+    let no_load = auto.no_load_latency().expect("a no-load latency");
+    assert!(auto.calls_of_one_length());
+    let queued = standing_queue_of_one_length(20.0, 16.0, 24.0);
+    let burst = Window {
+        waiting: true,
+        waiters: 3,
+        arrived: queued.finished / 2,
+        ..queued
+    };
+    assert!(!load_outran_limit(&burst));
+    assert!(
+        auto.next_limit(&burst) < 24.0,
+        "no-load latency {no_load:?}"
+    );
+}
+
+#[test]
 fn a_startup_whose_throughput_stops_following_while_no_caller_waits_goes_on() {
     // Restarted from the steady state below capacity: the load, not the
     // service, stopped the throughput. Ending here set the limit to the
