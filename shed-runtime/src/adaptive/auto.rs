@@ -49,6 +49,21 @@ const ONE_LENGTH: f64 = 0.8;
 /// length, that count as a queue: half a call (a window's mean of calls
 /// of one length is exact to far less).
 const QUEUED_CALLS: f64 = 0.5;
+/// A window of calls of one length whose mean is within this factor of
+/// the lowest such mean, and whose spread is under [`UNQUEUED_SPREAD`],
+/// ran every call it held in flight without a queue (see
+/// `Auto::note_unqueued_in_flight`). The window's most calls in flight
+/// is a moment's, its mean and spread the whole window's: a burst past
+/// the pool slows only the calls it meets. 48 processor-sharing workers
+/// of 50 ms at 0.8 load met a burst of 60 calls in a window that read
+/// 50.31 ms with a spread of 1%; counted at 2% and 2%, the pool was
+/// taken to run 60 calls at once, a slowdown met at 60 slots was read
+/// as calls of 250 ms with no queue (calls of 200 ms shared by 60, in
+/// truth), and the slowed seconds served 1-19% of the slowed capacity.
+const UNQUEUED_LATENCY: f64 = 1.005;
+/// The largest coefficient of variation of such a window (see
+/// [`UNQUEUED_LATENCY`]).
+const UNQUEUED_SPREAD: f64 = 0.005;
 /// The fewest measured calls a window needs, once the limit allows them.
 const MIN_SAMPLES: u64 = 32;
 /// After the startup, a limit a window did not fill comes down to this
@@ -189,7 +204,12 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   in flight as before), and the no-load latency is scaled by the
 ///   throughput's fall (against the usual throughput before the window
 ///   the slowdown began in, which the slowed calls already pull down;
-///   for calls of one length, never past the slowed window's mean). For
+///   for calls of one length, never past the slowed window's mean, and
+///   that mean itself if the window held no more calls in flight than
+///   a window of them at the lowest latency they were read at did,
+///   within 0.5% and with a spread under 0.5%: the service runs that
+///   many at once without a queue, and a slowdown does not take workers
+///   away). For
 ///   calls of varying length after an overload (the load above the limit
 ///   in the three windows before), the limit comes down to `headroom`
 ///   times the product before the slowdown if it was above (scaled up by
@@ -235,7 +255,9 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   call a second holds a slot (Little's law), but by no more than the
 ///   cold start read the calls' mean above it (what holds the slots
 ///   longer past that is a queue inside the pool); a throughput above
-///   that one only lowers it. A restarted
+///   that one only lowers it, and the rises of calls of one length
+///   from the product start their pacing over (see *Calls of one
+///   length*). A restarted
 ///   startup's window of 128 calls or more whose mean is 1.2 times the
 ///   no-load latency ends it, whatever its throughput read (its windows
 ///   are long, and a recovery inside one reads as the throughput
@@ -378,6 +400,19 @@ pub struct Auto {
     /// The windows of the cold start that rose which held calls of about
     /// one length, and those which did not.
     one_length_votes: (u32, u32),
+    /// The most calls in flight in a window of calls of one length that
+    /// all ran at the lowest latency such calls were read at (see
+    /// `Auto::note_unqueued_in_flight`): the service runs at least that
+    /// many at once without a queue (a slowdown slows its calls, it does
+    /// not take workers away). See `Auto::ran_unqueued`. Never lowered: a
+    /// pool that has since lost workers (a database that dropped
+    /// connections) would have its queue in a slowdown read as the slowed
+    /// latency, which only a probe at fewer slots then shows.
+    unqueued_in_flight: u64,
+    /// The lowest mean of a window of calls of one length: what
+    /// `unqueued_in_flight` counts windows against. Not the no-load
+    /// latency, which a limit above the pool can teach high.
+    one_length_floor: f64,
     /// The most slots the window before this one held (its limit, or the
     /// calls in flight, if more): as many may be in flight at this
     /// window's start.
@@ -487,6 +522,8 @@ impl Default for Auto {
             idle_rises: 0,
             rise_from: None,
             one_length_votes: (0, 0),
+            unqueued_in_flight: 0,
+            one_length_floor: f64::INFINITY,
             window_before: 0.0,
             last_bound: false,
             probe_after_startup: false,
@@ -673,6 +710,26 @@ impl Auto {
             Some(d) => d * (1.0 - weight) + latency * weight,
             None => latency,
         });
+    }
+
+    /// Counts window `w` (its calls' mean `latency`) toward
+    /// `unqueued_in_flight` if it held calls of one length that all ran
+    /// at the lowest latency such calls were read at: its mean within
+    /// [`UNQUEUED_LATENCY`] of it, its spread under [`UNQUEUED_SPREAD`].
+    /// Not against the no-load latency: 400 processor-sharing workers of
+    /// 100 ms at 3x had learned it at 104 ms, at 416 slots, whose windows
+    /// then counted 416 calls as run without a queue. A real service's
+    /// calls of one length vary by a few percent, so its windows seldom
+    /// count, and its slowdowns are scaled by the throughput's fall as
+    /// before.
+    fn note_unqueued_in_flight(&mut self, w: &Window, latency: f64) {
+        if !(self.calls_of_one_length() && holds_one_length(w, latency)) {
+            return;
+        }
+        self.one_length_floor = self.one_length_floor.min(latency);
+        if w.latency_cv <= UNQUEUED_SPREAD && latency <= UNQUEUED_LATENCY * self.one_length_floor {
+            self.unqueued_in_flight = self.unqueued_in_flight.max(w.max_in_flight);
+        }
     }
 }
 
@@ -886,6 +943,7 @@ impl Auto {
             self.no_load = Some(latency);
         }
 
+        self.note_unqueued_in_flight(w, latency);
         self.note_unslowed_rate(w, r);
         if !w.probe && w.completed >= MIN_SAMPLES {
             self.low_since_probe = self.low_since_probe.min(latency);

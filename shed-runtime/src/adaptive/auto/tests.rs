@@ -2151,6 +2151,76 @@ fn a_slowdown_of_calls_of_one_length_is_never_learned_past_what_the_calls_took()
     assert!(limits.iter().all(|&l| l < 1.2 * settled), "{limits:?}");
 }
 
+/// A window of [`traced`] with its calls' spread (`cv`) and the calls
+/// that came in it (`arrived`).
+fn traced_spread(row: (f64, u64, u64, f64, f64, f64, u64, bool), cv: f64, arrived: u64) -> Window {
+    Window {
+        latency_cv: cv,
+        arrived,
+        ..traced(row)
+    }
+}
+
+/// `ps-12x10ms-const` at 0.8 load, seed 0, to its slowdown: past a cold
+/// start that read calls of one length of 10 ms, windows the load left
+/// unfilled (960 calls a second) ran up to 12 calls at once, their
+/// spread `steady_cv` (0 as traced); then, as traced, the window the 4x
+/// slowdown began in and one wholly slowed, at the same 12.4 slots. The
+/// limits chosen after the two slowed windows.
+fn ps_12_slowed(steady_cv: f64) -> (Auto, [f64; 2]) {
+    let mut auto = steady(0.010, 960.0, 960.0);
+    auto.one_length_votes = (4, 0);
+    // As traced: its rises from the product had found nothing, and the
+    // next one waits.
+    auto.idle_rises = 3;
+    for _ in 0..4 {
+        let unfilled = (12.4, 50, 96, 100.0, 10.0, 10.0, 12, false);
+        assert_eq!(
+            auto.next_limit(&traced_spread(unfilled, steady_cv, 96)),
+            12.4
+        );
+    }
+    let began_in = (12.4, 50, 72, 185.0, 32.8, 10.0, 12, true);
+    let slowed = (12.4, 50, 50, 162.0, 40.0, 40.0, 12, true);
+    let limits = [
+        auto.next_limit(&traced_spread(began_in, 0.4, 170)),
+        auto.next_limit(&traced_spread(slowed, 0.0, 157)),
+    ];
+    (auto, limits)
+}
+
+#[test]
+fn a_slowdown_of_calls_the_pool_ran_without_a_queue_is_read_from_their_latency() {
+    // The throughput's fall below capacity is the load's rate over the
+    // slowed pool's (3.35 here, for 4): scaled by it, the no-load latency
+    // read 33.5 ms for calls of 40, those calls then read as a queue, and
+    // the limit sat at 10.3 slots for 12 workers. The pool was seen to
+    // run 12 calls at once at their no-load latency; the slowed window
+    // held no more, so its calls' 40 ms is the slowed no-load latency.
+    let (mut auto, limits) = ps_12_slowed(0.0);
+    assert_eq!(limits, [12.4, 12.4], "the slowed pool keeps its slots");
+    assert!(
+        (no_load_ms(&auto) - 40.0).abs() < 1e-9,
+        "{}",
+        no_load_ms(&auto)
+    );
+    let slowed = (12.4, 50, 50, 162.0, 40.0, 40.0, 12, true);
+    let next = auto.next_limit(&traced_spread(slowed, 0.0, 157));
+    assert!(next >= 12.0, "no shrink to a product of 10.3: {next}");
+}
+
+#[test]
+fn a_slowdown_is_scaled_by_the_throughput_where_a_burst_met_a_queue() {
+    // The same service, but its windows of 12 calls in flight spread
+    // their latency by 1%: a burst past the pool slowed the calls it
+    // met, so 12 at once is not known to run without a queue, and the
+    // slowdown is scaled by the throughput's fall, never past the slowed
+    // calls' own latency.
+    let (auto, _) = ps_12_slowed(0.01);
+    let no_load = no_load_ms(&auto);
+    assert!(no_load < 40.0 - 1.0, "scaled, not read: {no_load}");
+}
+
 /// The cold start of 64 ps workers of 50 ms of exponential length at 3x
 /// (`ps-64x50ms-exp-10x`, seed 11), replayed to its end.
 fn after_the_cold_start_of_64_workers_of_50ms() -> Auto {
@@ -2562,4 +2632,61 @@ fn the_calls_spread_is_pooled_over_about_the_last_thousand_calls() {
     // window of one call has no spread to add.
     assert_eq!(spread_after(&[(0.2, 1024)]), 1.0);
     assert_eq!(spread_after(&[(5.0, 1)]), 1.0);
+}
+
+#[test]
+fn a_service_back_at_its_speed_rises_from_the_product_at_once() {
+    // `ps-40x5ms-const` at 0.8 load (6,400 calls a second), seed 1: in
+    // the slowdown to 20 ms, rises from the product that found nothing
+    // had made the next one wait four times `probe_every` windows. The
+    // first window back at speed, of slowed calls and fast, read as a
+    // queue and brought the limit down to 25 slots, where calls of 5 ms
+    // read none at 5,000 calls a second while more waited: three seconds
+    // at 78% of the load before the next rise.
+    let mut auto = after_slowdown(0.020, 2000.0, (0.005, 4800.0, 33.5));
+    auto.one_length_votes = (4, 0);
+    auto.idle_rises = 3;
+    // The recovery came in the window after a restarted startup ended,
+    // which starts the usual rate over.
+    auto.binding_rate.reset(None);
+    let back = Window {
+        min_latency: Duration::from_millis(5),
+        ..window(8.46, 40.4, 508, true)
+    };
+    let limit = auto.next_limit(&back);
+    assert!(limit < 30.0, "brought down by the mixed window: {limit}");
+    assert_eq!(no_load_ms(&auto), 5.0, "the speed before the slowdown");
+    let at_speed = |limit: f64| Window {
+        min_latency: Duration::from_millis(5),
+        ..window(5.0, limit, (limit.round() * 20.0) as u64, true)
+    };
+    let next = auto.next_limit(&at_speed(limit));
+    assert!(next > limit, "rises at once from {limit}: {next}");
+}
+
+#[test]
+fn calls_at_a_no_load_latency_learned_high_are_not_counted_as_run_without_a_queue() {
+    // 400 processor-sharing workers of 100 ms at 3x: the cold start ran
+    // 400 calls at once at 100 ms, then the limit settled at 416 slots,
+    // where every call takes 104 ms, and the no-load latency was learned
+    // there. Judged against it, 416 calls at once read as run without a
+    // queue, and a slowdown met at 416 slots as the slowed calls' own
+    // latency.
+    let mut auto = steady(0.100, 4000.0, 4000.0);
+    auto.one_length_votes = (4, 0);
+    let at = |limit: f64, latency_ms: f64| Window {
+        latency_cv: 0.0,
+        min_latency: Duration::from_secs_f64(latency_ms / 1000.0),
+        max_in_flight: limit as u64,
+        ..window(latency_ms, limit, 400, true)
+    };
+    auto.next_limit(&at(400.0, 100.0));
+    auto.no_load = Some(0.104);
+    auto.next_limit(&at(416.0, 104.0));
+    let slowed = at(416.0, 416.0);
+    assert!(
+        !auto.ran_unqueued(&slowed, 0.416),
+        "416 calls on 400 workers queue"
+    );
+    assert!(auto.ran_unqueued(&at(400.0, 400.0), 0.400));
 }
