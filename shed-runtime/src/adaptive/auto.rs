@@ -24,8 +24,8 @@ use super::{Driver, LimitAlgorithm, Window};
 pub(crate) use control::AutoControl;
 pub use control::AutoSettings;
 use stats::{
-    holds_one_length, load_outran_limit, queued_calls, standard_error, unfilled_limit, BindingRate,
-    Filter, Pool, Spread,
+    load_outran_limit, queued_calls, standard_error, unfilled_limit, BindingRate, Filter, Pool,
+    Spread,
 };
 
 /// A throughput below this share of the usual one, with latency up, is a
@@ -597,10 +597,10 @@ impl Auto {
     }
 
     /// Whether window `w` holds calls of about one length: the cold start
-    /// read them so, and none of the window's took much less than the
-    /// no-load latency `no_load`.
-    fn of_one_length(&self, w: &Window, no_load: f64) -> bool {
-        self.calls_of_one_length() && w.min_latency.as_secs_f64() >= ONE_LENGTH * no_load
+    /// read them so, and none of the window's took much less than
+    /// `reference` (the no-load latency, or the window's own mean).
+    fn of_one_length(&self, w: &Window, reference: f64) -> bool {
+        self.calls_of_one_length() && w.min_latency.as_secs_f64() >= ONE_LENGTH * reference
     }
 
     /// The limit over the bandwidth-delay product for a window whose
@@ -723,7 +723,7 @@ impl Auto {
     /// count, and its slowdowns are scaled by the throughput's fall as
     /// before.
     fn note_unqueued_in_flight(&mut self, w: &Window, latency: f64) {
-        if !(self.calls_of_one_length() && holds_one_length(w, latency)) {
+        if !self.of_one_length(w, latency) {
             return;
         }
         self.one_length_floor = self.one_length_floor.min(latency);
@@ -936,8 +936,7 @@ impl Auto {
         // A window with a call much shorter than its mean (a cache hit,
         // an error's fast path) says nothing about the others.
         if after_cold_start
-            && self.calls_of_one_length()
-            && holds_one_length(w, latency)
+            && self.of_one_length(w, latency)
             && self.no_load.is_some_and(|d| latency < d)
         {
             self.no_load = Some(latency);

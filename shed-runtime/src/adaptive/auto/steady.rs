@@ -2,7 +2,7 @@
 //! sawtooth between the bandwidth-delay product and a queue (see
 //! [`Auto`]'s docs).
 
-use super::stats::{holds_one_length, load_outran_limit, Filter, Pool};
+use super::stats::{load_outran_limit, Filter, Pool};
 use super::{Auto, FallFrom, Reading, Unslowed, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS};
 
 /// A probe whose throughput is at least this share of the usual one shows
@@ -499,9 +499,9 @@ impl Auto {
     /// Whether slowed window `w` (its calls' mean `latency`) ran its calls
     /// without a queue: calls of one length, no more of them in flight
     /// than the service was seen to run at once at the lowest latency
-    /// they were read at (`Auto::unqueued_in_flight`). A slowdown makes calls slower; it
-    /// does not take workers away, so the window's mean is the slowed
-    /// no-load latency itself.
+    /// they were read at (`Auto::unqueued_in_flight`). A slowdown makes
+    /// calls slower; it does not take workers away, so the window's mean
+    /// is the slowed no-load latency itself.
     ///
     /// The throughput's fall reads that latency short below capacity,
     /// where the rate before the slowdown was the load's, not the
@@ -513,9 +513,7 @@ impl Auto {
     /// reading). Calls of varying length, or more calls in flight than
     /// that, keep the throughput's scale.
     pub(super) fn ran_unqueued(&self, w: &Window, latency: f64) -> bool {
-        self.calls_of_one_length()
-            && holds_one_length(w, latency)
-            && (1..=self.unqueued_in_flight).contains(&w.max_in_flight)
+        self.of_one_length(w, latency) && (1..=self.unqueued_in_flight).contains(&w.max_in_flight)
     }
 
     /// A window in the steady state: a slowdown keeps the limit, a queue
@@ -673,7 +671,7 @@ impl Auto {
         // the load. Held on such windows, 12 ps workers of 10 ms at 0.8
         // load kept 16 slots (calls of 12.8 ms), and came back to 90% of
         // the slowed capacity within 2 s of the slowdown on 5 runs of 32
-        // instead of 12.
+        // instead of 12 (at b6f32dd, before `Auto::ran_unqueued`).
         let load_below_the_limit = if one_length {
             !w.waiting
         } else {
