@@ -257,7 +257,10 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   longer past that is a queue inside the pool); a throughput above
 ///   that one only lowers it, and the rises of calls of one length
 ///   from the product start their pacing over (see *Calls of one
-///   length*). A restarted
+///   length*). Until then the slowdown is remembered while the no-load
+///   latency is above the one from before by more than `tolerance`
+///   times, or for calls of one length by more than 0.5% (their
+///   latency reads exactly). A restarted
 ///   startup's window of 128 calls or more whose mean is 1.2 times the
 ///   no-load latency ends it, whatever its throughput read (its windows
 ///   are long, and a recovery inside one reads as the throughput
@@ -282,7 +285,13 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   (1, 2, 4... slots) and, as a slowdown or a recovery does, starts the
 ///   pacing over. A rise ends no lower than the highest limit without a
 ///   queue on the way, and ends at once if the calls change speed. Below
-///   0.9 of the product they grow as other calls do. A window's
+///   0.9 of the product they grow as other calls do. A window of them
+///   that queued inside the service while the throughput held (a
+///   slowdown drops it) reads the pool itself: the calls in flight that
+///   ran without the queue, never fewer than a window of them ran at
+///   once without one. Until a rise finds more, the product is taken no
+///   higher than that pool, both where a queue brings the limit down and
+///   where the rises from the product start. A window's
 ///   throughput counts no more than its slots (the most in flight in it
 ///   or the window before) complete at its latency: such calls end in
 ///   batches, and a window closing just after one reads more. A window
@@ -413,6 +422,12 @@ pub struct Auto {
     /// `unqueued_in_flight` counts windows against. Not the no-load
     /// latency, which a limit above the pool can teach high.
     one_length_floor: f64,
+    /// The pool the last window of calls of one length that queued
+    /// inside the service read while the throughput held (see
+    /// `Auto::read_pool`), until a rise finds more: the product of
+    /// calls of one length is taken no higher (see
+    /// `Auto::product_of_one_length`).
+    queue_read_pool: Option<f64>,
     /// The most slots the window before this one held (its limit, or the
     /// calls in flight, if more): as many may be in flight at this
     /// window's start.
@@ -538,6 +553,7 @@ impl Default for Auto {
             recovery_probe: None,
             spread: Spread::default(),
             low_since_probe: f64::INFINITY,
+            queue_read_pool: None,
         }
     }
 }

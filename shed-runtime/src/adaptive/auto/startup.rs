@@ -233,8 +233,10 @@ impl Auto {
         let queue_in_restart = self.restarted && queue_shows && w.finished >= RESTART_QUEUE_CALLS;
         if grew && !one_length_queue && !queue_in_restart {
             if self.restarted {
-                // More concurrency found.
+                // More concurrency found: the pool a queue read before
+                // is past.
                 self.idle_rises = 0;
+                self.queue_read_pool = None;
                 if self.rise_from.is_some() {
                     self.rise_from = Some(w.limit);
                 }

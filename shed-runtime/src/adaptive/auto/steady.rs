@@ -2,8 +2,10 @@
 //! sawtooth between the bandwidth-delay product and a queue (see
 //! [`Auto`]'s docs).
 
-use super::stats::{load_outran_limit, Filter, Pool};
-use super::{Auto, FallFrom, Reading, Unslowed, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS};
+use super::stats::{load_outran_limit, ran_without_queue, Filter, Pool};
+use super::{
+    Auto, FallFrom, Reading, Unslowed, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS, UNQUEUED_LATENCY,
+};
 
 /// A probe whose throughput is at least this share of the usual one shows
 /// that the concurrency it removed was only queueing.
@@ -325,10 +327,19 @@ impl Auto {
         let Some(before) = self.unslowed else {
             return;
         };
-        if self
-            .no_load
-            .is_some_and(|d| d <= self.tolerance * before.no_load)
-        {
+        // Calls of one length read their no-load latency exactly, so
+        // theirs is back only at the one from before (within the 0.5% a
+        // real service's calls vary by): within the tolerance, a
+        // recovery's windows above the pool, whose calls share the
+        // workers, set it high for good (58 ms for 48 processor-sharing
+        // workers of 50 ms at 55-58 slots), and the next slowdown met
+        // the limit that latency reads no queue at, 55 slots.
+        let back = if self.calls_of_one_length() {
+            UNQUEUED_LATENCY
+        } else {
+            self.tolerance
+        };
+        if self.no_load.is_some_and(|d| d <= back * before.no_load) {
             // Learned back down: nothing to probe for.
             self.unslowed = None;
         } else if !self.startup
@@ -516,6 +527,34 @@ impl Auto {
         self.of_one_length(w, latency) && (1..=self.unqueued_in_flight).contains(&w.max_in_flight)
     }
 
+    /// The pool that window `w` of calls of one length, which queued
+    /// inside the service (their mean `latency`, the no-load latency
+    /// `no_load`), reads: the calls in flight that ran without the queue
+    /// (see [`ran_without_queue`]), which a queue of such calls shows
+    /// exactly, but never fewer than a window of them ran at once without
+    /// one (`Auto::unqueued_in_flight`). A window of two calls of 200 ms
+    /// that met the slowdown before its throughput showed it read 1.2 s,
+    /// a third of a call, and took the limit of 2 workers to 1.
+    fn read_pool(&self, w: &Window, latency: f64, no_load: f64) -> f64 {
+        ran_without_queue(w, latency, no_load).max(self.unqueued_in_flight as f64)
+    }
+
+    /// The bandwidth-delay product `bdp` for calls of one length: no
+    /// higher than the pool their last queue read
+    /// (`Auto::queue_read_pool`). Their highest recent rate can be a
+    /// window that closed just after a batch of their completions: 12
+    /// processor-sharing workers slowed to 40 ms read 351 calls a second
+    /// of their 300 in the window after a rise, and for the ten windows
+    /// it was the highest, the product said 14 slots. Calls of 47 ms at
+    /// 14.1 slots were brought down only to it, and at 11.8 slots, calls
+    /// of 40 ms read as below the product and rose by the whole gain,
+    /// not by the slot a rise from the product takes: the limit went
+    /// round from 11.8 slots to 13.4 and back every five windows, each
+    /// time a queue past the clients' 50 ms for a batch of calls.
+    fn product_of_one_length(&self, bdp: f64) -> f64 {
+        self.queue_read_pool.map_or(bdp, |pool| bdp.min(pool))
+    }
+
     /// A window in the steady state: a slowdown keeps the limit, a queue
     /// shrinks it towards the bandwidth-delay product, a binding limit
     /// without a queue grows.
@@ -696,7 +735,17 @@ impl Auto {
             if self.stale >= STALE_WINDOWS && !self.stale_probe {
                 self.stale_probe = true;
             }
-            return (self.headroom_for(one_length) * bdp).clamp(w.limit * 0.5, w.limit);
+            // A queue keeps the throughput; a fall is a slowdown under
+            // way, whose slowed calls are not a queue.
+            if one_length && usual_rate.is_none_or(|usual| rate >= SLOWER * usual) {
+                self.queue_read_pool = Some(self.read_pool(w, latency, no_load));
+            }
+            let product = if one_length {
+                self.product_of_one_length(bdp)
+            } else {
+                bdp
+            };
+            return (self.headroom_for(one_length) * product).clamp(w.limit * 0.5, w.limit);
         }
         self.stale_latency = f64::INFINITY;
         self.stale = 0;
@@ -725,7 +774,7 @@ impl Auto {
                 // and every fifth call waited 20 ms inside. Below the
                 // product the service showed it takes more, and they
                 // grow as other calls do.
-                let at_product = one_length && w.limit >= 0.9 * bdp;
+                let at_product = one_length && w.limit >= 0.9 * self.product_of_one_length(bdp);
                 if at_product {
                     // The first rise comes at once; each that finds nothing
                     // doubles the wait for the next, from `probe_every`

@@ -2697,3 +2697,81 @@ fn calls_at_a_no_load_latency_learned_high_are_not_counted_as_run_without_a_queu
     );
     assert!(auto.ran_unqueued(&at(400.0, 400.0), 0.400));
 }
+
+/// A window of `calls` calls of one length of `latency_ms` each in
+/// `elapsed_ms`, at `limit` slots, all of them in flight, while calls
+/// waited for slots.
+fn recorded_of_one_length(limit: f64, latency_ms: f64, calls: u64, elapsed_ms: f64) -> Window {
+    Window {
+        latency_cv: 0.0,
+        min_latency: Duration::from_secs_f64(latency_ms / 1000.0),
+        max_in_flight: limit.round() as u64,
+        elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+        ..window(latency_ms, limit, calls, true)
+    }
+}
+
+/// `auto` once its cold start read calls of one length, the lowest mean
+/// of a window of them `floor` seconds, and `unqueued` of them seen
+/// running at once without a queue.
+fn of_one_length(mut auto: Auto, floor: f64, unqueued: u64) -> Auto {
+    auto.one_length_votes = (4, 0);
+    auto.one_length_floor = floor;
+    auto.unqueued_in_flight = unqueued;
+    auto
+}
+
+#[test]
+fn a_queue_of_calls_of_one_length_reads_the_pool_until_a_rise_finds_more() {
+    // Holdout `ps-12x10ms-const` at 0.8 load, seed 13, slowed to 40 ms:
+    // the window after a rise closed just after a batch of completions
+    // and read 351 calls a second of the pool's 300, the highest recent
+    // rate, so the product said 14 slots. At 14 slots, calls of 47 ms:
+    // 12 of the 14 in flight ran without the queue (Little).
+    let mut auto = of_one_length(steady(0.040, 300.0, 351.3), 0.040, 12);
+    let limit = auto.next_limit(&recorded_of_one_length(14.1, 47.0, 57, 188.0));
+    assert!(
+        (11.5..=12.5).contains(&limit),
+        "down to the 12 workers, not to the batch's product of 14: {limit}"
+    );
+    // At the pool, calls of 40 ms show no queue: the next rise is the
+    // slot a rise from the product takes, not the whole gain a limit
+    // below the product (by the batch's rate) would take.
+    let next = auto.next_limit(&recorded_of_one_length(12.0, 40.0, 48, 160.0));
+    assert!(next > 12.0, "a rise from the product comes at once: {next}");
+    assert!(next <= 13.0, "by a slot, not by the gain: {next}");
+    // A rise that finds more (the pool grew: the throughput follows the
+    // slots, and no call queues) leaves that reading behind.
+    let calls = (next.round() * 4.0) as u64;
+    auto.next_limit(&recorded_of_one_length(next, 40.0, calls, 160.0));
+    assert_eq!(auto.queue_read_pool, None, "the pool has grown past it");
+}
+
+#[test]
+fn the_pool_a_queue_reads_is_never_fewer_than_ran_without_one() {
+    // `ps-2x200ms-const` at 0.8 load, seed 1: the slowdown to 800 ms met
+    // a rise to 3 slots, and its first slowed window, 3 calls sharing the
+    // 2 workers for 1.2 s each, came before the throughput fell by
+    // enough to read as a slowdown. By Little, half a call ran without
+    // a queue; the 2 workers had been seen running 2 calls at once
+    // without one.
+    let mut auto = of_one_length(steady(0.200, 4.0, 10.0), 0.200, 2);
+    let limit = auto.next_limit(&recorded_of_one_length(3.0, 1200.0, 3, 1200.0));
+    assert_eq!(limit, 2.0, "the 2 workers");
+}
+
+#[test]
+fn a_recovery_of_calls_of_one_length_takes_back_the_no_load_latency_from_before_the_slowdown() {
+    // Holdout `ps-48x50ms-const` at 3x, with `--twice`: after the first
+    // recovery, windows above the pool, whose calls shared the 48
+    // workers, taught a no-load latency of 58.9 ms for calls of 50. Within
+    // the tolerance of the 50 ms from before the slowdown, it read as
+    // learned back, and the record of the slowdown went with it: calls
+    // of 61 ms at 57.9 slots, at the throughput from before, left it
+    // there, and a limit the stale latency reads no queue at met the
+    // next slowdown.
+    let before = (0.050, 960.0, 48.0);
+    let mut auto = of_one_length(after_slowdown(0.0589, 950.0, before), 0.050, 48);
+    auto.next_limit(&recorded_of_one_length(57.9, 61.0, 116, 122.0));
+    assert_eq!(no_load_ms(&auto), 50.0, "the no-load latency from before");
+}
