@@ -532,9 +532,11 @@ impl Auto {
     /// `no_load`), reads: the calls in flight that ran without the queue
     /// (see [`ran_without_queue`]), which a queue of such calls shows
     /// exactly, but never fewer than a window of them ran at once without
-    /// one (`Auto::unqueued_in_flight`). A window of two calls of 200 ms
-    /// that met the slowdown before its throughput showed it read 1.2 s,
-    /// a third of a call, and took the limit of 2 workers to 1.
+    /// one (`Auto::unqueued_in_flight`): the throughput of a window of a
+    /// few calls can hold by chance. 2 processor-sharing workers slowed
+    /// from 200 ms to 800 ms met the slowdown at 3 slots, and its first
+    /// window, 3 calls sharing the workers for 1.2 s each, read half a
+    /// call as run without a queue and took the limit to 1.5.
     fn read_pool(&self, w: &Window, latency: f64, no_load: f64) -> f64 {
         ran_without_queue(w, latency, no_load).max(self.unqueued_in_flight as f64)
     }
