@@ -60,6 +60,10 @@ const QUEUED_CALLS: f64 = 0.5;
 /// taken to run 60 calls at once, a slowdown met at 60 slots was read
 /// as calls of 250 ms with no queue (calls of 200 ms shared by 60, in
 /// truth), and the slowed seconds served 1-19% of the slowed capacity.
+/// It is also how near the no-load latency of calls of one length must
+/// come back to the one before a slowdown for the slowdown to be over
+/// (see `Auto::note_unslowed_rate`): either way, the same latency as
+/// calls of one length read it, within what a real service's vary by.
 const UNQUEUED_LATENCY: f64 = 1.005;
 /// The largest coefficient of variation of such a window (see
 /// [`UNQUEUED_LATENCY`]).

@@ -579,10 +579,10 @@ impl Auto {
         if one_length && binds {
             self.one_length_unprobed += w.elapsed.as_secs_f64();
         }
-        let fell = queueing
-            && rate_binds
-            && w.completed >= MIN_SAMPLES / 2
-            && usual_rate.is_some_and(|usual| rate < SLOWER * usual);
+        // The throughput below `SLOWER` of the usual: a slowdown, if it
+        // lasts (a queue keeps the throughput).
+        let below_usual = usual_rate.is_some_and(|usual| rate < SLOWER * usual);
+        let fell = queueing && rate_binds && w.completed >= MIN_SAMPLES / 2 && below_usual;
         if !fell {
             self.slower_windows = 0;
         } else if let Some(usual) = usual_rate {
@@ -737,9 +737,9 @@ impl Auto {
             if self.stale >= STALE_WINDOWS && !self.stale_probe {
                 self.stale_probe = true;
             }
-            // A queue keeps the throughput; a fall is a slowdown under
-            // way, whose slowed calls are not a queue.
-            if one_length && usual_rate.is_none_or(|usual| rate >= SLOWER * usual) {
+            // Not while the throughput is down: a slowdown under way,
+            // whose slowed calls read as queued.
+            if one_length && !below_usual {
                 self.queue_read_pool = Some(self.read_pool(w, latency, no_load));
             }
             let product = if one_length {

@@ -2761,6 +2761,20 @@ fn the_pool_a_queue_reads_is_never_fewer_than_ran_without_one() {
 }
 
 #[test]
+fn a_queue_read_while_the_throughput_is_down_is_not_the_pool() {
+    // A real service's calls of one length vary by a few percent, so no
+    // window counted toward the calls run at once without a queue. Its 2
+    // workers of 200 ms slowed to 800 ms: the first slowed window, 2
+    // calls at 2.5 a second against the usual 10, reads as a queue of a
+    // call and a half, but the throughput fell with it, which a queue
+    // does not do. Read as the pool, half a slot took the limit to 1.
+    let mut auto = of_one_length(steady(0.200, 10.0, 10.0), 0.200, 0);
+    let limit = auto.next_limit(&recorded_of_one_length(2.0, 800.0, 2, 800.0));
+    assert_eq!(auto.queue_read_pool, None, "no pool read in a slowdown");
+    assert_eq!(limit, 2.0, "the limit holds for the slowdown to show");
+}
+
+#[test]
 fn a_recovery_of_calls_of_one_length_takes_back_the_no_load_latency_from_before_the_slowdown() {
     // Holdout `ps-48x50ms-const` at 3x, with `--twice`: after the first
     // recovery, windows above the pool, whose calls shared the 48
