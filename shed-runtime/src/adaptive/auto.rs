@@ -213,7 +213,12 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   a window of them at the lowest latency they were read at did,
 ///   within 0.5% and with a spread under 0.5%: the service runs that
 ///   many at once without a queue, and a slowdown does not take workers
-///   away). For
+///   away; if it held more, never past that mean times that many over
+///   the calls in flight, which is the slowed latency if the pool is no
+///   larger than seen (Little's law), and if that is what it is read
+///   as, the limit comes down to that many at once, and the first
+///   window since that runs no more reads its mean as the no-load
+///   latency). For
 ///   calls of varying length after an overload (the load above the limit
 ///   in the three windows before), the limit comes down to `headroom`
 ///   times the product before the slowdown if it was above (scaled up by
@@ -432,6 +437,11 @@ pub struct Auto {
     /// calls of one length is taken no higher (see
     /// `Auto::product_of_one_length`).
     queue_read_pool: Option<f64>,
+    /// Whether a slowdown's no-load latency was read at the pool seen
+    /// (`Auto::slowed_at_seen_pool`), the least it can be, and no window
+    /// has since read it without a queue (see
+    /// `Auto::confirm_read_at_seen_pool`).
+    read_at_seen_pool: bool,
     /// The most slots the window before this one held (its limit, or the
     /// calls in flight, if more): as many may be in flight at this
     /// window's start.
@@ -558,6 +568,7 @@ impl Default for Auto {
             spread: Spread::default(),
             low_since_probe: f64::INFINITY,
             queue_read_pool: None,
+            read_at_seen_pool: false,
         }
     }
 }
@@ -962,6 +973,7 @@ impl Auto {
             self.no_load = Some(latency);
         }
 
+        self.confirm_read_at_seen_pool(w, latency);
         self.note_unqueued_in_flight(w, latency);
         self.note_unslowed_rate(w, r);
         if !w.probe && w.completed >= MIN_SAMPLES {

@@ -2228,6 +2228,65 @@ fn a_slowdown_is_scaled_by_the_throughput_where_a_burst_met_a_queue() {
     );
 }
 
+/// Holdout `ps-300x100ms-const-5x` at 0.8 load, seed 18: 300
+/// processor-sharing workers of 100 ms, seen to run 297 calls at once at
+/// 100 ms, whose usual rate was read from the window that drained the
+/// cold start's overshoot (3,770 calls a second, Little's bound of 512
+/// slots at 136 ms; 3,000 at most). A 4x slowdown met the limit at 377
+/// slots: the window it began in, then one wholly slowed, 377 calls
+/// sharing the workers for 503 ms each. The limits chosen after the two.
+fn ps_300_slowed_at_377() -> (Auto, [f64; 2]) {
+    let mut auto = of_one_length(steady(0.100, 3770.0, 3770.0), 0.100, 297);
+    let began_in = (376.9, 64, 1705, 1431.0, 375.7, 100.0, 377, true);
+    let slowed = (376.9, 340, 340, 482.0, 503.0, 503.0, 377, true);
+    let limits = [
+        auto.next_limit(&traced_spread(began_in, 0.5, 1949)),
+        auto.next_limit(&traced_spread(slowed, 0.0, 1179)),
+    ];
+    (auto, limits)
+}
+
+#[test]
+fn a_slowdown_met_past_the_pool_seen_is_read_at_that_pool() {
+    // The throughput's fall scales past what the calls took, and 503 ms
+    // read as the slowed no-load latency held the 377 slots, every call
+    // past its clients' 500 ms. At the pool seen, the calls took 503 ms
+    // times 297 over 377: 396 ms, and the 80 calls past it were queued.
+    let (auto, limits) = ps_300_slowed_at_377();
+    let no_load = no_load_ms(&auto);
+    assert!(
+        (no_load - 503.0 * 297.0 / 377.0).abs() < 1e-6,
+        "read at the pool seen: {no_load}"
+    );
+    // The window the slowdown began in holds; the one that read it
+    // brings the limit down to the pool seen at once.
+    assert_eq!(limits, [376.9, 297.0]);
+}
+
+#[test]
+fn a_slowdown_read_at_the_pool_seen_takes_its_first_window_without_a_queue() {
+    // At 297 slots, no more than the pool was seen to run, the slowed
+    // calls took 400 ms: no queue, so that is their no-load latency. Left
+    // at 396 ms, every such window read about 3 of its 297 calls as
+    // queued (400 ms against 396), the limit never rose to the 300
+    // workers, and the stale probe those windows raised met the
+    // recovery.
+    let (mut auto, _) = ps_300_slowed_at_377();
+    // The calls admitted at 377 slots drain first: still more in flight
+    // than the pool seen, so nothing is read from that window.
+    let draining = (297.0, 604, 604, 801.0, 412.4, 400.0, 377, true);
+    auto.next_limit(&traced_spread(draining, 0.0, 1922));
+    assert!(no_load_ms(&auto) < 400.0, "{}", no_load_ms(&auto));
+    let at_pool = (297.0, 594, 594, 800.0, 400.0, 400.0, 297, true);
+    let limit = auto.next_limit(&traced_spread(at_pool, 0.0, 1913));
+    assert!(
+        (no_load_ms(&auto) - 400.0).abs() < 1e-6,
+        "read without a queue: {}",
+        no_load_ms(&auto)
+    );
+    assert!(limit >= 297.0, "no queue, no shrink: {limit}");
+}
+
 /// The cold start of 64 ps workers of 50 ms of exponential length at 3x
 /// (`ps-64x50ms-exp-10x`, seed 11), replayed to its end.
 fn after_the_cold_start_of_64_workers_of_50ms() -> Auto {
