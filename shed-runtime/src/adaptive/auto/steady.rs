@@ -569,7 +569,18 @@ impl Auto {
     /// between 74% and 112% as batches of calls completed together), and
     /// the recovery, met by the stale probe those windows raised, came
     /// back to 90% of capacity in 1.5 s instead of 0.2 (holdout seed 5).
+    ///
+    /// Only while the slowdown is remembered (`Auto::unslowed`): the
+    /// reading is the slowdown's, and once the service is back, a window
+    /// that ran no more calls than the pool seen is read by the rules of
+    /// any other. The pool seen can exceed the pool (a window right after
+    /// a cold start's rise completes the calls admitted before it, with
+    /// the rise's in flight: 128 for 64 workers), and every such window
+    /// read as the no-load latency held 64 workers at 80-85 slots.
     pub(super) fn confirm_read_at_seen_pool(&mut self, w: &Window, latency: f64) {
+        if self.unslowed.is_none() {
+            self.read_at_seen_pool = false;
+        }
         if self.read_at_seen_pool && !w.probe && self.ran_unqueued(w, latency) {
             self.read_at_seen_pool = false;
             self.no_load = Some(latency);

@@ -2287,6 +2287,24 @@ fn a_slowdown_read_at_the_pool_seen_takes_its_first_window_without_a_queue() {
     assert!(limit >= 297.0, "no queue, no shrink: {limit}");
 }
 
+#[test]
+fn a_reading_at_the_pool_seen_is_not_confirmed_once_the_slowdown_is_over() {
+    // Read at the pool seen, and the service back before any window ran
+    // no more than it: the slowdown's record is gone, and a window of
+    // 297 calls in flight that took 150 ms (a queue, if the pool seen
+    // read more than the pool) is judged by the rules of any other.
+    let (mut auto, _) = ps_300_slowed_at_377();
+    auto.unslowed = None;
+    auto.no_load = Some(0.100);
+    let queued = (297.0, 594, 594, 300.0, 150.0, 150.0, 297, true);
+    auto.next_limit(&traced_spread(queued, 0.0, 600));
+    assert!(
+        no_load_ms(&auto) < 150.0,
+        "not read as the no-load latency: {}",
+        no_load_ms(&auto)
+    );
+}
+
 /// The cold start of 64 ps workers of 50 ms of exponential length at 3x
 /// (`ps-64x50ms-exp-10x`, seed 11), replayed to its end.
 fn after_the_cold_start_of_64_workers_of_50ms() -> Auto {
