@@ -437,9 +437,9 @@ pub struct Auto {
     /// calls of one length is taken no higher (see
     /// `Auto::product_of_one_length`).
     queue_read_pool: Option<f64>,
-    /// Whether a slowdown's no-load latency was read at the pool seen
-    /// (`Auto::slowed_at_seen_pool`), the least it can be, and no window
-    /// has since read it without a queue (see
+    /// Whether the last slowdown's no-load latency was read at the pool
+    /// seen (`Auto::slowed_at_seen_pool`), the least it can be, and no
+    /// window has since read it without a queue (see
     /// `Auto::confirm_read_at_seen_pool`).
     read_at_seen_pool: bool,
     /// The most slots the window before this one held (its limit, or the

@@ -740,11 +740,11 @@ impl Auto {
                 self.stale = 0;
                 self.stale_latency = f64::INFINITY;
                 self.idle_rises = 0;
-                if at_seen_pool.is_some() {
+                self.read_at_seen_pool = at_seen_pool.is_some();
+                if self.read_at_seen_pool {
                     // Read so, the window queued the calls past the pool
                     // seen: down to it at once, not a window later, for
                     // which every slowed call waits.
-                    self.read_at_seen_pool = true;
                     return (self.unqueued_in_flight as f64).min(w.limit);
                 }
                 return self.slowed_limit(w.limit, no_load * fall_from.pool);

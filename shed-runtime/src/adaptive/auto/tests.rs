@@ -2180,13 +2180,22 @@ fn ps_12_slowed(steady_cv: f64) -> (Auto, [f64; 2]) {
             12.4
         );
     }
-    let began_in = (12.4, 50, 72, 185.0, 32.8, 10.0, 12, true);
-    let slowed = (12.4, 50, 50, 162.0, 40.0, 40.0, 12, true);
-    let limits = [
-        auto.next_limit(&traced_spread(began_in, 0.4, 170)),
-        auto.next_limit(&traced_spread(slowed, 0.0, 157)),
-    ];
+    let limits = slowed_limits(
+        &mut auto,
+        ((12.4, 50, 72, 185.0, 32.8, 10.0, 12, true), 0.4, 170),
+        ((12.4, 50, 50, 162.0, 40.0, 40.0, 12, true), 0.0, 157),
+    );
     (auto, limits)
+}
+
+/// A [`traced`] row with its calls' spread and arrivals (see
+/// [`traced_spread`]).
+type SpreadRow = ((f64, u64, u64, f64, f64, f64, u64, bool), f64, u64);
+
+/// The limits `auto` chooses after the window a slowdown began in and
+/// the first one wholly slowed.
+fn slowed_limits(auto: &mut Auto, began_in: SpreadRow, slowed: SpreadRow) -> [f64; 2] {
+    [began_in, slowed].map(|(row, cv, arrived)| auto.next_limit(&traced_spread(row, cv, arrived)))
 }
 
 #[test]
@@ -2237,12 +2246,15 @@ fn a_slowdown_is_scaled_by_the_throughput_where_a_burst_met_a_queue() {
 /// sharing the workers for 503 ms each. The limits chosen after the two.
 fn ps_300_slowed_at_377() -> (Auto, [f64; 2]) {
     let mut auto = of_one_length(steady(0.100, 3770.0, 3770.0), 0.100, 297);
-    let began_in = (376.9, 64, 1705, 1431.0, 375.7, 100.0, 377, true);
-    let slowed = (376.9, 340, 340, 482.0, 503.0, 503.0, 377, true);
-    let limits = [
-        auto.next_limit(&traced_spread(began_in, 0.5, 1949)),
-        auto.next_limit(&traced_spread(slowed, 0.0, 1179)),
-    ];
+    let limits = slowed_limits(
+        &mut auto,
+        (
+            (376.9, 64, 1705, 1431.0, 375.7, 100.0, 377, true),
+            0.5,
+            1949,
+        ),
+        ((376.9, 340, 340, 482.0, 503.0, 503.0, 377, true), 0.0, 1179),
+    );
     (auto, limits)
 }
 
@@ -2302,6 +2314,10 @@ fn a_reading_at_the_pool_seen_is_not_confirmed_once_the_slowdown_is_over() {
         no_load_ms(&auto) < 150.0,
         "not read as the no-load latency: {}",
         no_load_ms(&auto)
+    );
+    assert!(
+        !auto.read_at_seen_pool,
+        "the reading went with the slowdown"
     );
 }
 
