@@ -10,6 +10,7 @@
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..16 --only defaults --goals --slowdown-at 7
 //! cargo run --release -p shed-lab --example grid -- --holdout --only defaults   # shapes the defaults were not tuned on
 //! cargo run --release -p shed-lab --example grid -- --tails --only defaults   # the grid's calls of varying length with a heavy tail
+//! cargo run --release -p shed-lab --example grid -- --mixed --only defaults   # calls that are cache hits and misses
 //! cargo run --release -p shed-lab --example grid -- --seeds 0..32 --only defaults --goals --twice   # a second slowdown at 20 s
 //! cargo run --release -p shed-lab --example grid -- --trace --windows --seeds 0..1 --only defaults --shape ps-16
 //! ```
@@ -24,13 +25,13 @@ use std::process::ExitCode;
 use shed_lab::grid::{self, Contender, Schedule};
 
 const USAGE: &str =
-    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--twice] [--holdout | --tails] [--json] [--trace [--windows] | --goals]";
+    "usage: grid [--seeds 0..8] [--only defaults|old-defaults|tower|hand-tuned|informed] [--shape NAME-PREFIX] [--slowdown-at SECONDS] [--twice] [--holdout | --tails | --mixed] [--json] [--trace [--windows] | --goals]";
 
 fn main() -> ExitCode {
     let mut seeds = 0..8;
     let mut contenders = Contender::ALL.to_vec();
-    let mut holdout = false;
-    let mut tails = false;
+    // Which set of shapes: the grid unless one of the others is named.
+    let mut set: Option<&'static str> = None;
     let mut prefix = None;
     let mut json = false;
     let mut trace = false;
@@ -61,12 +62,16 @@ fn main() -> ExitCode {
                 schedule.twice = true;
                 continue;
             }
-            "--holdout" => {
-                holdout = true;
-                continue;
-            }
-            "--tails" => {
-                tails = true;
+            "--holdout" | "--tails" | "--mixed" => {
+                let named = match arg.as_str() {
+                    "--holdout" => "holdout",
+                    "--tails" => "tails",
+                    _ => "mixed",
+                };
+                if let Some(other) = set.replace(named) {
+                    eprintln!("--{other} and {arg} do not go together\n{USAGE}");
+                    return ExitCode::from(2);
+                }
                 continue;
             }
             _ => {}
@@ -115,14 +120,11 @@ fn main() -> ExitCode {
             }
         }
     }
-    let (all, grid_name) = match (holdout, tails) {
-        (false, false) => (&grid::SHAPES[..], "defaults grid"),
-        (true, false) => (&grid::HOLDOUT[..], "holdout grid"),
-        (false, true) => (&grid::TAILS[..], "heavy-tail grid"),
-        (true, true) => {
-            eprintln!("--holdout and --tails do not go together\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let (all, grid_name) = match set {
+        None => (&grid::SHAPES[..], "defaults grid"),
+        Some("holdout") => (&grid::HOLDOUT[..], "holdout grid"),
+        Some("tails") => (&grid::TAILS[..], "heavy-tail grid"),
+        Some(_) => (&grid::MIXED[..], "mixed-calls grid"),
     };
     let mut shapes = all.to_vec();
     if let Some(prefix) = prefix {

@@ -27,7 +27,8 @@
 //! they were not, run the same way, to check that a rule chosen on the
 //! first does not merely fit its numbers; [`TAILS`] holds the grid's
 //! shapes of calls of varying length with a heavy (lognormal) tail
-//! instead of an exponential one.
+//! instead of an exponential one; [`MIXED`], shapes whose calls are cache
+//! hits and misses.
 
 use std::time::Duration;
 
@@ -49,11 +50,8 @@ pub struct Shape {
     pub workers: u32,
     /// Mean service time, in milliseconds.
     pub service_ms: u64,
-    /// Exponential service times (else constant).
-    pub exponential: bool,
-    /// Lognormal service times, a heavy tail (see
-    /// [`ServiceDist::Lognormal`]), whatever `exponential` says.
-    pub lognormal: bool,
+    /// How its service times vary around their mean.
+    pub dist: ServiceDist,
     /// The clients' timeout, as a multiple of the service time.
     pub timeout_x: u32,
 }
@@ -69,24 +67,14 @@ impl Shape {
             },
             self.workers,
             self.service_ms,
-            match self.dist() {
+            match self.dist {
                 ServiceDist::Const => "const",
                 ServiceDist::Exp => "exp",
                 ServiceDist::Lognormal => "logn",
+                ServiceDist::Bimodal => "mix",
             },
             self.timeout_x
         )
-    }
-
-    /// How its service times vary around their mean.
-    pub fn dist(&self) -> ServiceDist {
-        if self.lognormal {
-            ServiceDist::Lognormal
-        } else if self.exponential {
-            ServiceDist::Exp
-        } else {
-            ServiceDist::Const
-        }
     }
 
     /// Calls a second the service completes with every worker busy.
@@ -100,8 +88,11 @@ const fn shape(model: ServerModel, workers: u32, service_ms: u64, exp: bool, x: 
         model,
         workers,
         service_ms,
-        exponential: exp,
-        lognormal: false,
+        dist: if exp {
+            ServiceDist::Exp
+        } else {
+            ServiceDist::Const
+        },
         timeout_x: x,
     }
 }
@@ -109,7 +100,15 @@ const fn shape(model: ServerModel, workers: u32, service_ms: u64, exp: bool, x: 
 /// A shape of lognormal service times (see [`TAILS`]).
 const fn heavy(model: ServerModel, workers: u32, service_ms: u64, x: u32) -> Shape {
     Shape {
-        lognormal: true,
+        dist: ServiceDist::Lognormal,
+        ..shape(model, workers, service_ms, false, x)
+    }
+}
+
+/// A shape of cache hits and misses (see [`MIXED`]).
+const fn mixed(model: ServerModel, workers: u32, service_ms: u64, x: u32) -> Shape {
+    Shape {
+        dist: ServiceDist::Bimodal,
         ..shape(model, workers, service_ms, false, x)
     }
 }
@@ -164,6 +163,22 @@ pub const TAILS: [Shape; 6] = [
     heavy(ServerModel::Ps, 64, 50, 10),
     heavy(ServerModel::Fifo, 4, 1, 20),
     heavy(ServerModel::Fifo, 1000, 200, 10),
+];
+
+/// Shapes whose calls are of two kinds (`grid --mixed`): a handler in
+/// front of a cache, nine calls in ten hits and one a miss that takes
+/// fifty times as long (see [`ServiceDist::Bimodal`]), the calls' spread
+/// 3.7 times that of exponential ones. The clients wait 30 times the
+/// mean, 3.5 misses, so that a pool without a queue serves 99.7% of
+/// them in time. Not among the goals (the defaults were not tuned
+/// on these, and fall short on them: see `docs/defaults.md`).
+pub const MIXED: [Shape; 6] = [
+    mixed(ServerModel::Fifo, 4, 10, 30),
+    mixed(ServerModel::Fifo, 16, 10, 30),
+    mixed(ServerModel::Ps, 16, 10, 30),
+    mixed(ServerModel::Fifo, 64, 5, 30),
+    mixed(ServerModel::Ps, 64, 50, 30),
+    mixed(ServerModel::Fifo, 100, 20, 30),
 ];
 
 /// The load factors of the grid.
@@ -309,7 +324,7 @@ pub fn scenario(shape: &Shape, contender: Contender, seed: u64, schedule: Schedu
             rps: shape.capacity_rps(),
             arrivals: Arrivals::Poisson,
             service: Dur(service),
-            service_dist: shape.dist(),
+            service_dist: shape.dist,
             timeout: Dur(service * shape.timeout_x),
             weight: 1,
             max_wait: None,

@@ -27,7 +27,7 @@
 //! rps = 4000
 //! arrivals = "poisson"  # or "uniform"
 //! service = "5ms"
-//! service_dist = "const" # or "exp", or "lognormal" (a heavy tail)
+//! service_dist = "const" # or "exp", "lognormal" (a heavy tail), "bimodal" (cache hits and misses)
 //! timeout = "250ms"
 //! weight = 1
 //! max_wait = "50ms"     # optional, as in #[shed(max_wait = ...)]
@@ -74,7 +74,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use shed::ClassSpec;
 
 /// A scenario that could not be read.
@@ -150,7 +150,7 @@ impl Arrivals {
 }
 
 /// How service times vary around their mean.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ServiceDist {
     /// Always the mean.
@@ -164,10 +164,20 @@ pub enum ServiceDist {
     /// times it; a coefficient of variation of 1.31, where exponential
     /// times have 1).
     Lognormal,
+    /// Two kinds of call in one handler, as a cache in front of a slower
+    /// store serves them: nine in ten hit and take 0.17 of the mean, one
+    /// in ten misses and takes 8.5 times it (fifty times a hit), each
+    /// exponential around its own mean. A coefficient of variation of
+    /// 3.7; the median is 0.8 of a hit, the p99 19.5 times the mean.
+    Bimodal,
 }
 
 /// The σ of the logarithm of [`ServiceDist::Lognormal`] service times.
 const LOGNORMAL_SIGMA: f64 = 1.0;
+/// The share of [`ServiceDist::Bimodal`] calls that miss.
+const MISS_SHARE: f64 = 0.1;
+/// How many times longer a [`ServiceDist::Bimodal`] miss takes than a hit.
+const MISS_OVER_HIT: f64 = 50.0;
 
 impl ServiceDist {
     /// A service time of mean `mean` seconds, drawn from `rng`; random
@@ -186,6 +196,15 @@ impl ServiceDist {
                 let normal = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
                 let sigma = LOGNORMAL_SIGMA;
                 mean * (sigma * normal - sigma * sigma / 2.0).exp()
+            }
+            ServiceDist::Bimodal => {
+                let hit = mean / (1.0 - MISS_SHARE + MISS_SHARE * MISS_OVER_HIT);
+                let own = if rng.f64() < MISS_SHARE {
+                    hit * MISS_OVER_HIT
+                } else {
+                    hit
+                };
+                -own * (1.0 - rng.f64()).ln()
             }
         };
         (drawn * 1000.0).round() / 1000.0

@@ -1,8 +1,9 @@
 use shed_lab::grid::*;
+use shed_lab::scenario::ServiceDist;
 
 #[test]
 fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured() {
-    for shape in SHAPES.iter().chain(&HOLDOUT).chain(&TAILS) {
+    for shape in SHAPES.iter().chain(&HOLDOUT).chain(&TAILS).chain(&MIXED) {
         for contender in Contender::ALL {
             let s = scenario(shape, contender, 1, Schedule::default());
             let text_free = shed_lab::shed_config(&s);
@@ -21,11 +22,12 @@ fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured(
         .iter()
         .chain(&HOLDOUT)
         .chain(&TAILS)
+        .chain(&MIXED)
         .map(Shape::name)
         .collect();
     assert_eq!(
         names.len(),
-        SHAPES.len() + HOLDOUT.len() + TAILS.len(),
+        SHAPES.len() + HOLDOUT.len() + TAILS.len() + MIXED.len(),
         "unique names, none in two sets"
     );
 }
@@ -34,18 +36,36 @@ fn the_grid_scenarios_are_valid_and_the_defaults_leave_the_limiter_unconfigured(
 /// length, with lognormal service times instead of exponential ones.
 #[test]
 fn the_heavy_tail_shapes_are_the_grids_exponential_ones_with_a_lognormal_tail() {
-    let exponential: Vec<Shape> = SHAPES.iter().filter(|s| s.exponential).copied().collect();
+    let exponential: Vec<Shape> = SHAPES
+        .iter()
+        .filter(|s| s.dist == ServiceDist::Exp)
+        .copied()
+        .collect();
     assert_eq!(TAILS.len(), exponential.len());
     for (heavy, exp) in TAILS.iter().zip(&exponential) {
         assert_eq!(heavy.name(), exp.name().replace("-exp-", "-logn-"));
-        assert_eq!(heavy.dist(), shed_lab::scenario::ServiceDist::Lognormal);
+        assert_eq!(heavy.dist, ServiceDist::Lognormal);
         let s = scenario(heavy, Contender::Defaults, 1, Schedule::default());
-        assert_eq!(
-            s.traffic[0].service_dist,
-            shed_lab::scenario::ServiceDist::Lognormal
-        );
+        assert_eq!(s.traffic[0].service_dist, ServiceDist::Lognormal);
         assert_eq!(heavy.capacity_rps(), exp.capacity_rps());
     }
+}
+
+/// The mixed shapes run one stream of cache hits and misses, named so,
+/// whose clients wait 30 times the mean.
+#[test]
+fn the_mixed_shapes_serve_one_stream_of_hits_and_misses() {
+    for shape in &MIXED {
+        assert!(shape.name().contains("-mix-30x"), "{}", shape.name());
+        let s = scenario(shape, Contender::Defaults, 1, Schedule::default());
+        assert_eq!(s.traffic.len(), 1, "one handler");
+        assert_eq!(s.traffic[0].service_dist, ServiceDist::Bimodal);
+        assert_eq!(s.traffic[0].timeout.0, shape_ms(shape) * 30);
+    }
+}
+
+fn shape_ms(shape: &Shape) -> std::time::Duration {
+    std::time::Duration::from_millis(shape.service_ms)
 }
 /// The steady column: a load below capacity judged outside the slowdown.
 #[test]

@@ -151,10 +151,10 @@ fn anchor_capacity_sets_the_anchors_slots_alone() {
 
 /// Each distribution keeps the scenario's mean service time; the
 /// lognormal one has the heavy tail it names (a p99 about 6.2 times the
-/// mean, a median about 0.61 of it), and a random draw lands on whole
-/// milliseconds (tokio's timer ticks).
+/// mean, a median about 0.61 of it), the bimodal one its hits and misses,
+/// and a random draw lands on whole milliseconds (tokio's timer ticks).
 #[test]
-fn service_distributions_keep_the_mean_and_the_lognormal_one_has_its_tail() {
+fn service_distributions_keep_the_mean_and_the_lognormal_and_bimodal_ones_their_shape() {
     let heavy = MINIMAL.replace("timeout", "service_dist = \"lognormal\"\n    timeout");
     let heavy = Scenario::from_toml(&heavy, "heavy.toml").unwrap();
     assert_eq!(heavy.traffic[0].service_dist, ServiceDist::Lognormal);
@@ -163,7 +163,11 @@ fn service_distributions_keep_the_mean_and_the_lognormal_one_has_its_tail() {
         ServiceDist::Const.draw(mean, &mut fastrand::Rng::with_seed(1)),
         mean
     );
-    for dist in [ServiceDist::Exp, ServiceDist::Lognormal] {
+    for dist in [
+        ServiceDist::Exp,
+        ServiceDist::Lognormal,
+        ServiceDist::Bimodal,
+    ] {
         let mut rng = fastrand::Rng::with_seed(7);
         let mut draws: Vec<f64> = (0..200_000).map(|_| dist.draw(mean, &mut rng)).collect();
         assert!(draws
@@ -179,6 +183,18 @@ fn service_distributions_keep_the_mean_and_the_lognormal_one_has_its_tail() {
         if dist == ServiceDist::Lognormal {
             assert!((p99 / mean - 6.2).abs() < 0.4, "p99 {p99}");
             assert!((median / mean - 0.61).abs() < 0.03, "median {median}");
+        } else if dist == ServiceDist::Bimodal {
+            // Hits of 0.17 times the mean, misses of 8.5 times it: the
+            // median is a hit's (0.81 of one), the p99 a long miss's (115
+            // hits, 19.5 times the mean), and the spread 3.7 times an
+            // exponential one's.
+            let hit = mean / 5.9;
+            assert!((median / hit - 0.81).abs() < 0.1, "median {median}");
+            assert!((p99 / hit - 115.0).abs() < 8.0, "p99 {p99}");
+            let var =
+                draws.iter().map(|d| (d - drawn_mean).powi(2)).sum::<f64>() / draws.len() as f64;
+            let cv = var.sqrt() / drawn_mean;
+            assert!((cv - 3.66).abs() < 0.2, "cv {cv}");
         } else {
             // Exponential: p99 = ln(100) = 4.6 times the mean.
             assert!((p99 / mean - 4.6).abs() < 0.3, "p99 {p99}");
