@@ -338,6 +338,15 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 /// limit stays); if they admit fewer, by more than the window's noise, it
 /// is the service's own, and becomes the no-load latency. Either way, or
 /// if it showed neither, the count of five starts over.
+///
+/// Not yet for calls of two very different lengths (a handler in front
+/// of a cache: most calls quick, a few fifty times longer). The cold
+/// start's short windows complete the quick calls and none of the long
+/// ones, the no-load latency is read at a fraction of the calls' mean,
+/// and every rule reading a queue or a slowdown against it throttles a
+/// load below capacity. Such a service pins its capacity
+/// (`SHED_CAPACITY`, `Config::capacity`); `docs/defaults.md` has the
+/// trace (*Where calls of mixed lengths fall short*).
 #[derive(Debug, Clone)]
 pub struct Auto {
     /// Growth per window (one round trip) during startup (default 2).
