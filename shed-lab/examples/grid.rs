@@ -30,8 +30,9 @@ const USAGE: &str =
 fn main() -> ExitCode {
     let mut seeds = 0..8;
     let mut contenders = Contender::ALL.to_vec();
-    // Which set of shapes: the grid unless one of the others is named.
-    let mut set: Option<&'static str> = None;
+    // The set of shapes named (its flag, its shapes, its table's name):
+    // the grid unless one of the others is.
+    let mut set: Option<(String, &[grid::Shape], &str)> = None;
     let mut prefix = None;
     let mut json = false;
     let mut trace = false;
@@ -63,13 +64,13 @@ fn main() -> ExitCode {
                 continue;
             }
             "--holdout" | "--tails" | "--mixed" => {
-                let named = match arg.as_str() {
-                    "--holdout" => "holdout",
-                    "--tails" => "tails",
-                    _ => "mixed",
+                let (shapes, name) = match arg.as_str() {
+                    "--holdout" => (&grid::HOLDOUT[..], "holdout grid"),
+                    "--tails" => (&grid::TAILS[..], "heavy-tail grid"),
+                    _ => (&grid::MIXED[..], "mixed-calls grid"),
                 };
-                if let Some(other) = set.replace(named) {
-                    eprintln!("--{other} and {arg} do not go together\n{USAGE}");
+                if let Some((other, ..)) = set.replace((arg.clone(), shapes, name)) {
+                    eprintln!("{other} and {arg} do not go together\n{USAGE}");
                     return ExitCode::from(2);
                 }
                 continue;
@@ -120,12 +121,9 @@ fn main() -> ExitCode {
             }
         }
     }
-    let (all, grid_name) = match set {
-        None => (&grid::SHAPES[..], "defaults grid"),
-        Some("holdout") => (&grid::HOLDOUT[..], "holdout grid"),
-        Some("tails") => (&grid::TAILS[..], "heavy-tail grid"),
-        Some(_) => (&grid::MIXED[..], "mixed-calls grid"),
-    };
+    let (all, grid_name) = set.map_or((&grid::SHAPES[..], "defaults grid"), |(_, shapes, name)| {
+        (shapes, name)
+    });
     let mut shapes = all.to_vec();
     if let Some(prefix) = prefix {
         shapes.retain(|s| s.name().starts_with(&prefix));

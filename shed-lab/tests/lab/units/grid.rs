@@ -60,12 +60,9 @@ fn the_mixed_shapes_serve_one_stream_of_hits_and_misses() {
         let s = scenario(shape, Contender::Defaults, 1, Schedule::default());
         assert_eq!(s.traffic.len(), 1, "one handler");
         assert_eq!(s.traffic[0].service_dist, ServiceDist::Bimodal);
-        assert_eq!(s.traffic[0].timeout.0, shape_ms(shape) * 30);
+        let service_time = std::time::Duration::from_millis(shape.service_ms);
+        assert_eq!(s.traffic[0].timeout.0, service_time * 30);
     }
-}
-
-fn shape_ms(shape: &Shape) -> std::time::Duration {
-    std::time::Duration::from_millis(shape.service_ms)
 }
 /// The steady column: a load below capacity judged outside the slowdown.
 #[test]
