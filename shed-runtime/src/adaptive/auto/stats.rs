@@ -161,11 +161,12 @@ const SPREAD_CALLS: f64 = 1024.0;
 /// few dozen calls of a heavy tail reads its own spread short more often
 /// than not (its longest calls are rare); a thousand read it within a
 /// few tenths (calls of σ 1 lognormal length, of 1.31, at 1.0 to 1.4 in
-/// the lab's traces).
+/// the lab's traces). The calls' mean latency is pooled the same way.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Spread {
     calls: f64,
     cv_squared: f64,
+    mean: f64,
 }
 
 impl Spread {
@@ -177,7 +178,14 @@ impl Spread {
         let kept = self.calls.min(SPREAD_CALLS);
         let cv_squared = w.latency_cv * w.latency_cv;
         self.cv_squared = (self.cv_squared * kept + cv_squared * n) / (kept + n);
+        self.mean = (self.mean * kept + w.avg_latency.as_secs_f64() * n) / (kept + n);
         self.calls = kept + n;
+    }
+
+    /// The calls' mean latency (seconds) over the same windows, 0 before
+    /// any.
+    pub(super) fn mean(&self) -> f64 {
+        self.mean
     }
 
     /// How many times the noise of calls of exponential length (see

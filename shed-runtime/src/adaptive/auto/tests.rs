@@ -2882,3 +2882,35 @@ fn a_recovery_of_calls_of_one_length_takes_back_the_no_load_latency_from_before_
     auto.next_limit(&recorded_of_one_length(57.9, 61.0, 116, 122.0));
     assert_eq!(no_load_ms(&auto), 50.0, "the no-load latency from before");
 }
+
+/// Calls of two lengths (a cache's hits and misses) whose cold start read
+/// the hits alone keep a no-load latency of their pooled mean over the
+/// headroom at least, so that the product is never below the concurrency
+/// they hold at their throughput; calls of one length's noise (lognormal,
+/// a spread of 1.31) keep the lowest reading.
+#[test]
+fn calls_of_two_lengths_keep_a_no_load_latency_near_their_mean() {
+    // `fifo-64x5ms-mix` (`grid --mixed`): the cold start's 10 ms windows
+    // read the hits alone, 0.8 ms, for calls of 5 ms on average.
+    let read_after = |cv: f64| {
+        let mut auto = steady(0.0008, 10_000.0, 10_000.0);
+        for _ in 0..10 {
+            auto.next_limit(&Window {
+                latency_cv: cv,
+                ..window(5.0, 60.0, 1_000, false)
+            });
+        }
+        no_load_ms(&auto)
+    };
+    let floor = 5.0 / Auto::default().headroom;
+    let two_lengths = read_after(3.7);
+    assert!(
+        two_lengths >= 0.99 * floor,
+        "{two_lengths} ms, at least the mean over the headroom ({floor} ms)"
+    );
+    let one_length_noise = read_after(1.31);
+    assert!(
+        one_length_noise < 1.0,
+        "the lowest reading kept: {one_length_noise} ms"
+    );
+}
