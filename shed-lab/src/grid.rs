@@ -97,18 +97,10 @@ const fn shape(model: ServerModel, workers: u32, service_ms: u64, exp: bool, x: 
     }
 }
 
-/// A shape of lognormal service times (see [`TAILS`]).
-const fn heavy(model: ServerModel, workers: u32, service_ms: u64, x: u32) -> Shape {
+/// A shape of service times of `dist` (see [`TAILS`] and [`MIXED`]).
+const fn of(dist: ServiceDist, model: ServerModel, workers: u32, service_ms: u64, x: u32) -> Shape {
     Shape {
-        dist: ServiceDist::Lognormal,
-        ..shape(model, workers, service_ms, false, x)
-    }
-}
-
-/// A shape of cache hits and misses (see [`MIXED`]).
-const fn mixed(model: ServerModel, workers: u32, service_ms: u64, x: u32) -> Shape {
-    Shape {
-        dist: ServiceDist::Bimodal,
+        dist,
         ..shape(model, workers, service_ms, false, x)
     }
 }
@@ -157,12 +149,12 @@ pub const HOLDOUT: [Shape; 12] = [
 /// allow for the noise of calls of exponential length; this checks how
 /// they fare on a longer tail.
 pub const TAILS: [Shape; 6] = [
-    heavy(ServerModel::Fifo, 2, 200, 10),
-    heavy(ServerModel::Fifo, 16, 10, 10),
-    heavy(ServerModel::Ps, 16, 10, 20),
-    heavy(ServerModel::Ps, 64, 50, 10),
-    heavy(ServerModel::Fifo, 4, 1, 20),
-    heavy(ServerModel::Fifo, 1000, 200, 10),
+    of(ServiceDist::Lognormal, ServerModel::Fifo, 2, 200, 10),
+    of(ServiceDist::Lognormal, ServerModel::Fifo, 16, 10, 10),
+    of(ServiceDist::Lognormal, ServerModel::Ps, 16, 10, 20),
+    of(ServiceDist::Lognormal, ServerModel::Ps, 64, 50, 10),
+    of(ServiceDist::Lognormal, ServerModel::Fifo, 4, 1, 20),
+    of(ServiceDist::Lognormal, ServerModel::Fifo, 1000, 200, 10),
 ];
 
 /// Shapes whose calls are of two kinds (`grid --mixed`): a handler in
@@ -173,12 +165,12 @@ pub const TAILS: [Shape; 6] = [
 /// them in time. Not among the goals (the defaults were not tuned
 /// on these, and fall short on them: see `docs/defaults.md`).
 pub const MIXED: [Shape; 6] = [
-    mixed(ServerModel::Fifo, 4, 10, 30),
-    mixed(ServerModel::Fifo, 16, 10, 30),
-    mixed(ServerModel::Ps, 16, 10, 30),
-    mixed(ServerModel::Fifo, 64, 5, 30),
-    mixed(ServerModel::Ps, 64, 50, 30),
-    mixed(ServerModel::Fifo, 100, 20, 30),
+    of(ServiceDist::Bimodal, ServerModel::Fifo, 4, 10, 30),
+    of(ServiceDist::Bimodal, ServerModel::Fifo, 16, 10, 30),
+    of(ServiceDist::Bimodal, ServerModel::Ps, 16, 10, 30),
+    of(ServiceDist::Bimodal, ServerModel::Fifo, 64, 5, 30),
+    of(ServiceDist::Bimodal, ServerModel::Ps, 64, 50, 30),
+    of(ServiceDist::Bimodal, ServerModel::Fifo, 100, 20, 30),
 ];
 
 /// The load factors of the grid.

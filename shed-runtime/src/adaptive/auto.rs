@@ -745,11 +745,13 @@ impl Auto {
         self.spread.factor() * standard_error(n)
     }
 
-    /// Keeps the no-load latency of calls of two lengths (a spread past
-    /// [`TWO_LENGTHS`]) at their pooled mean latency over the headroom at
-    /// least: the bandwidth-delay product is then never below the
+    /// Raises the no-load latency of calls of two lengths (a spread past
+    /// [`TWO_LENGTHS`]) to their pooled mean latency over the headroom, if
+    /// below: the bandwidth-delay product is then not below the
     /// concurrency such calls hold at the highest recent throughput (by
-    /// Little's law, that throughput times their mean).
+    /// Little's law, that throughput times their mean). Called as each
+    /// window is read, before its rules, which may lower it again until
+    /// the next (a probe's reading, a slowdown's).
     ///
     /// The lowest of windows' means is the no-load latency of calls of one
     /// length's noise, which scatters means around the calls' own. Calls of
