@@ -154,7 +154,7 @@ fn a_small_pool_of_short_calls_is_held_near_its_workers_not_at_four_times_them()
     // Now it holds at 4-7 (p50 26 ms, p99 55 ms), serving as much: the
     // product takes the short windows' rates, and a probe comes before a
     // queue's latency is learned (either alone keeps it under 10 here;
-    // the unit tests in `adaptive/auto/tests.rs` pin each).
+    // the unit tests in `adaptive/auto/tests/` pin each).
     let shed = run(&pool_of_20ms_calls_at_3x(4), PolicyKind::Shed, 1.0);
     let limits: Vec<u32> = shed.timeline[1..].iter().filter_map(|s| s.limit).collect();
     assert!(

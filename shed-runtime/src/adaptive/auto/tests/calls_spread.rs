@@ -1,0 +1,106 @@
+//! The calls' spread: the noise allowances it scales, and calls of two
+//! lengths.
+
+use super::*;
+
+/// [`steady`] for 4 workers of calls of 1 ms read at 0.8 ms, after
+/// windows of 64 calls whose latency's coefficient of variation was `cv`.
+fn four_workers_of_spread(cv: f64) -> Auto {
+    let mut auto = steady(0.0008, 3200.0, 3200.0);
+    for _ in 0..16 {
+        auto.next_limit(&Window {
+            latency_cv: cv,
+            ..window(0.9, 4.0, 64, false)
+        });
+    }
+    auto
+}
+
+/// A probe at 3 of `auto`'s 4 slots whose 24 calls took `latency_ms` on
+/// average; `auto`'s no-load latency after it, in milliseconds.
+fn after_a_probe_of_24_calls(mut auto: Auto, latency_ms: f64) -> f64 {
+    after_a_probe(&mut auto, 4.0, |probe| Window {
+        finished: 300,
+        ..window(latency_ms, probe, 24, true)
+    })
+}
+
+#[test]
+fn a_probe_teaches_a_lower_latency_only_beyond_the_noise_of_the_calls_spread() {
+    // 24 calls read their mean within about a fifth (for calls of
+    // exponential length): a probe's mean of 0.5 ms for calls read at 0.8
+    // is noise, one of 0.42 ms is not.
+    let exponential = four_workers_of_spread(1.0);
+    assert!((after_a_probe_of_24_calls(exponential.clone(), 0.5) - 0.8).abs() < 1e-9);
+    assert!((after_a_probe_of_24_calls(exponential, 0.42) - 0.42).abs() < 1e-9);
+    // Calls of a heavy tail (a coefficient of variation of 1.31, σ 1
+    // lognormal) read theirs within about a quarter: 0.42 ms is noise
+    // too. Less spread calls keep the allowance of exponential ones.
+    let heavy = four_workers_of_spread(1.31);
+    assert!((after_a_probe_of_24_calls(heavy, 0.42) - 0.8).abs() < 1e-9);
+    let narrow = four_workers_of_spread(0.3);
+    assert!((after_a_probe_of_24_calls(narrow, 0.42) - 0.42).abs() < 1e-9);
+}
+
+#[test]
+fn the_calls_spread_is_pooled_over_about_the_last_thousand_calls() {
+    let spread_after = |windows: &[(f64, u64)]| {
+        let mut spread = Spread::default();
+        for &(cv, calls) in windows {
+            spread.add(&Window {
+                latency_cv: cv,
+                ..window(10.0, 16.0, calls, true)
+            });
+        }
+        spread.factor()
+    };
+    // Weighted by their calls: a window of 64 calls at 3 moves a thousand
+    // at 1.31 by a little, not to 3.
+    let heavy = spread_after(&[(1.31, 1024), (3.0, 64)]);
+    assert!((1.31..1.6).contains(&heavy), "{heavy}");
+    // A spread of the past fades: a few thousand calls later, the new
+    // one (a thousand later, it still weighs about a third).
+    let mut windows = vec![(3.0, 1024)];
+    windows.extend([(1.31, 64); 16]);
+    let soon = spread_after(&windows);
+    assert!((1.9..2.3).contains(&soon), "{soon}");
+    windows.extend([(1.31, 64); 48]);
+    let later = spread_after(&windows);
+    assert!((1.31..1.4).contains(&later), "{later}");
+    // Never below the allowance of calls of exponential length, and a
+    // window of one call has no spread to add.
+    assert_eq!(spread_after(&[(0.2, 1024)]), 1.0);
+    assert_eq!(spread_after(&[(5.0, 1)]), 1.0);
+}
+
+/// Calls of two lengths (a cache's hits and misses) whose cold start read
+/// the hits alone keep a no-load latency of their pooled mean over the
+/// headroom at least, so that the product is never below the concurrency
+/// they hold at their throughput; calls of one length's noise (lognormal,
+/// a spread of 1.31) keep the lowest reading.
+#[test]
+fn calls_of_two_lengths_keep_a_no_load_latency_near_their_mean() {
+    // `fifo-64x5ms-mix` (`grid --mixed`): the cold start's 10 ms windows
+    // read the hits alone, 0.8 ms, for calls of 5 ms on average.
+    let read_after = |cv: f64| {
+        let mut auto = steady(0.0008, 10_000.0, 10_000.0);
+        for _ in 0..10 {
+            auto.next_limit(&Window {
+                latency_cv: cv,
+                ..window(5.0, 60.0, 1_000, false)
+            });
+        }
+        no_load_ms(&auto)
+    };
+    let floor = 5.0 / Auto::default().headroom;
+    let two_lengths = read_after(3.7);
+    assert!(
+        two_lengths >= 0.99 * floor,
+        "{two_lengths} ms, at least the mean over the headroom ({floor} ms)"
+    );
+    let one_length_noise = read_after(1.31);
+    assert!(
+        one_length_noise < 1.0,
+        "the lowest reading kept: {one_length_noise} ms"
+    );
+}
