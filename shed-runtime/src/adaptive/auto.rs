@@ -70,8 +70,8 @@ const UNQUEUED_LATENCY: f64 = 1.005;
 const UNQUEUED_SPREAD: f64 = 0.005;
 /// The fewest measured calls a window needs, once the limit allows them.
 const MIN_SAMPLES: u64 = 32;
-/// The calls' spread ([`Spread::factor`](stats::Spread::factor)) past
-/// which they are of two lengths or more, not one length's noise: twice
+/// The calls' spread ([`Spread::of_pooled_calls`](stats::Spread::of_pooled_calls))
+/// past which they are of two lengths or more, not one length's noise: twice
 /// that of calls of exponential length (lognormal calls of σ 1 read 1.31,
 /// a cache's hits and misses 3.7; see `Auto::keep_no_load_near_the_mean`).
 const TWO_LENGTHS: f64 = 2.0;
@@ -745,8 +745,11 @@ impl Auto {
         self.spread.factor() * standard_error(n)
     }
 
-    /// Raises the no-load latency of calls of two lengths (a spread past
-    /// [`TWO_LENGTHS`]) to their pooled mean latency over the headroom, if
+    /// Raises the no-load latency of calls of two lengths (their own
+    /// spread, read batch by batch, past [`TWO_LENGTHS`]: see
+    /// [`Spread::of_pooled_calls`](stats::Spread::of_pooled_calls), which
+    /// a cold start's windows of a few calls reach where their own
+    /// spreads do not) to their pooled mean latency over the headroom, if
     /// below: the bandwidth-delay product is then not below the
     /// concurrency such calls hold at the highest recent throughput (by
     /// Little's law, that throughput times their mean). Called as each
@@ -773,10 +776,11 @@ impl Auto {
     /// lognormal), whose lowest means read their latency within their
     /// noise, and which a queue's mean would lift: the grid's shapes
     /// never reach the spread, and of its lognormal ones only
-    /// `ps-64x50ms-logn` under an overload, now and then (on 4 seeds of 8
-    /// at 3x, a tenth of a point of goodput either way).
+    /// processor sharing under an overload, now and then
+    /// (`ps-64x50ms-logn` and `ps-16x10ms-logn` at 3x: a few tenths of
+    /// a point of goodput, a few milliseconds of p99).
     fn keep_no_load_near_the_mean(&mut self) {
-        if self.spread.factor() <= TWO_LENGTHS {
+        if self.spread.of_pooled_calls() <= TWO_LENGTHS {
             return;
         }
         let floor = self.spread.mean() / self.headroom;

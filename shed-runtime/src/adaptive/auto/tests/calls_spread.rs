@@ -104,3 +104,99 @@ fn calls_of_two_lengths_keep_a_no_load_latency_near_their_mean() {
         "the lowest reading kept: {one_length_noise} ms"
     );
 }
+
+/// A window of the calls `times_ms` (their mean and population spread,
+/// as the limiter measures them), at a limit of 4 slots.
+fn window_of(times_ms: &[f64]) -> Window {
+    let n = times_ms.len() as f64;
+    let mean = times_ms.iter().sum::<f64>() / n;
+    let variance = times_ms.iter().map(|t| (t - mean).powi(2)).sum::<f64>() / n;
+    Window {
+        latency_cv: variance.sqrt() / mean,
+        ..window(mean, 4.0, times_ms.len() as u64, false)
+    }
+}
+
+#[test]
+fn the_spread_of_the_pooled_calls_is_theirs_where_the_windows_read_less() {
+    // Windows of 8 calls of a cache's hits and misses, one in five with a
+    // miss: a batch of 256 calls.
+    let windows: Vec<Vec<f64>> = (0..32)
+        .map(|i| {
+            let mut calls = vec![8.5; 8];
+            if i % 5 == 0 {
+                calls[0] = 424.0;
+            }
+            calls
+        })
+        .collect();
+    let mut spread = Spread::default();
+    for calls in &windows {
+        spread.add(&window_of(calls));
+    }
+    let theirs = window_of(&windows.concat()).latency_cv;
+    let pooled = spread.of_pooled_calls();
+    assert!(theirs > 2.0, "{theirs}");
+    assert!(
+        (pooled - theirs).abs() < 1e-9 * theirs,
+        "{pooled} for calls of spread {theirs}"
+    );
+    assert!(
+        spread.factor() < 2.0,
+        "the windows' own, pooled: {}",
+        spread.factor()
+    );
+}
+
+#[test]
+fn a_slowdowns_windows_do_not_read_as_calls_of_two_lengths() {
+    // Windows of 200 calls of exponential length, then four times slower:
+    // the calls of every window pooled would read up to 1.45.
+    let mut spread = Spread::default();
+    let mut most: f64 = 0.0;
+    for i in 0..20 {
+        let mean_ms = if i < 10 { 10.0 } else { 40.0 };
+        spread.add(&window(mean_ms, 20.0, 200, true));
+        most = most.max(spread.of_pooled_calls());
+    }
+    assert!(most < 1.2, "{most}");
+    let pooled = window_of(&[10.0, 40.0]).latency_cv;
+    assert!(pooled > 0.5, "the speeds' own spread: {pooled}");
+}
+
+#[test]
+fn a_cold_start_of_calls_of_two_lengths_reads_their_spread_before_its_windows_do() {
+    // `ps-64x50ms-mix` at 0.8x, seed 3 (`grid --mixed`): 64 workers, nine
+    // calls in ten of 8.5 ms and one of 424. The cold start's windows of
+    // 12 calls read the hits first (6.6 ms, the no-load latency 7.2 ms),
+    // then the misses as a queue: the startup ended at 2 slots, and 2
+    // slots for 64 workers served 1-9% of each second for 13 s. Their
+    // windows' own spreads pooled read under 2 throughout. The windows
+    // as read with the floor: (limit, calls, elapsed ms, mean ms,
+    // spread, waiters, arrived).
+    let traced = [
+        (2.0, 12, 43.0, 6.6, 0.9, 16, 42),
+        (4.0, 12, 62.0, 13.7, 0.9, 20, 59),
+        (4.0, 12, 77.0, 14.8, 1.1, 28, 86),
+        (4.0, 12, 134.0, 27.5, 2.4, 28, 117),
+        (2.0, 12, 873.0, 211.5, 1.8, 54, 899),
+        (2.0, 12, 1000.0, 107.8, 2.4, 183, 1007),
+        (2.4, 13, 124.0, 70.2, 2.7, 153, 117),
+    ];
+    let mut auto = Auto::default();
+    for (at, calls, elapsed_ms, mean_ms, cv, waiters, arrived) in traced {
+        auto.next_limit(&Window {
+            latency_cv: cv,
+            elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+            waiters,
+            arrived,
+            ..window(mean_ms, at, calls, true)
+        });
+    }
+    // Their pooled mean over the headroom (the misses held the slots, not
+    // a queue), and a product that lets the limit grow past 2 again.
+    let no_load = no_load_ms(&auto);
+    assert!(no_load > 40.0, "{no_load} ms");
+    let product = auto.bandwidth_delay().expect("a product");
+    assert!(product > 8.0, "{product} slots");
+}
