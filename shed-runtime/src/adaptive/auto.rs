@@ -346,14 +346,14 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///
 /// Calls of two very different lengths (a handler in front of a cache:
 /// most calls quick, a few fifty times longer) keep a no-load latency of
-/// their pooled mean over `headroom` at least, once their spread passes
+/// their pooled mean over `headroom` at least, once the calls' own
+/// spread (read in batches of 256 calls, not window by window) passes
 /// twice that of calls of exponential length (`keep_no_load_near_the_mean`):
 /// the cold start's short windows complete the quick calls and none of
 /// the long ones, and the lowest window's mean reads a fraction of the
-/// calls' own. Long calls that outlast the windows (a few hundred
-/// milliseconds) are left out of that mean too, and such a service, or
-/// one of a handful of workers, is still throttled below capacity: it
-/// pins its capacity (`SHED_CAPACITY`, `Config::capacity`;
+/// calls' own. A service of a handful of workers, or of processor
+/// sharing through a slowdown, can still be throttled below capacity:
+/// it pins its capacity (`SHED_CAPACITY`, `Config::capacity`;
 /// `docs/defaults.md`, *Where calls of mixed lengths fall short*).
 #[derive(Debug, Clone)]
 pub struct Auto {
