@@ -1,6 +1,7 @@
 //! What [`Auto`](super::Auto)'s rules keep of past windows, and the readings
 //! they take of one: a windowed maximum, a smoothed throughput, pooled
-//! windows, and what a window's mean latency says about a queue.
+//! windows, the calls' spread, and what a window's mean latency says
+//! about a queue.
 
 use super::{Window, ONE_LENGTH};
 
@@ -207,17 +208,18 @@ impl Moments {
 
     /// The calls' squared coefficient of variation, 0 without a mean.
     fn cv_squared(&self) -> f64 {
-        let mean = if self.calls > 0.0 {
-            self.sum / self.calls
-        } else {
-            0.0
-        };
-        if mean > 0.0 {
-            (self.sum_of_squares / self.calls / (mean * mean) - 1.0).max(0.0)
-        } else {
-            0.0
+        if self.sum <= 0.0 {
+            return 0.0;
         }
+        let mean = self.sum / self.calls;
+        (self.sum_of_squares / self.calls / (mean * mean) - 1.0).max(0.0)
     }
+}
+
+/// A moving mean of `before` over `kept` calls and `value` over `n` more,
+/// each weighted by its calls.
+fn weighted(before: f64, kept: f64, value: f64, n: f64) -> f64 {
+    (before * kept + value * n) / (kept + n)
 }
 
 impl Spread {
@@ -228,15 +230,20 @@ impl Spread {
         let n = w.completed as f64;
         let kept = self.calls.min(SPREAD_CALLS);
         let cv_squared = w.latency_cv * w.latency_cv;
-        self.cv_squared = (self.cv_squared * kept + cv_squared * n) / (kept + n);
-        self.mean = (self.mean * kept + w.avg_latency.as_secs_f64() * n) / (kept + n);
+        let mean = w.avg_latency.as_secs_f64();
+        self.cv_squared = weighted(self.cv_squared, kept, cv_squared, n);
+        self.mean = weighted(self.mean, kept, mean, n);
         self.calls = kept + n;
-        self.batch.add(n, w.avg_latency.as_secs_f64(), cv_squared);
+        self.batch.add(n, mean, cv_squared);
         if self.batch.calls >= BATCH_CALLS {
             let calls = self.batch.calls;
             let kept = self.batches_calls.min(SPREAD_CALLS);
-            self.batches_cv_squared =
-                (self.batches_cv_squared * kept + self.batch.cv_squared() * calls) / (kept + calls);
+            self.batches_cv_squared = weighted(
+                self.batches_cv_squared,
+                kept,
+                self.batch.cv_squared(),
+                calls,
+            );
             self.batches_calls = kept + calls;
             self.batch = Moments::default();
         }
@@ -270,11 +277,10 @@ impl Spread {
     /// `Auto::keep_no_load_near_the_mean` did not hold there; those
     /// windows' calls pooled read 2.3 by the fourth and 3.2 by the sixth
     /// (`a_cold_start_of_calls_of_two_lengths_reads_their_spread_before_its_windows_do`).
-    /// Nor the calls of every window
-    /// pooled: their means differ by a slowdown's scale too, and a
-    /// slowdown of calls of exponential length would read as spread
-    /// (two windows four times slower, pooled with a thousand calls
-    /// before them, held the limit of
+    /// Nor the calls of every window pooled: their means differ by a
+    /// slowdown's scale too, and a slowdown of calls of exponential
+    /// length would read as spread (two windows four times slower, pooled
+    /// with a thousand calls before them, held the limit of
     /// `a_slowdown_after_an_overload_holds_no_more_than_headroom_times_the_product`
     /// at 29 slots for 20 workers, not 24). A batch of 256 calls spans a
     /// slowdown's start once.
