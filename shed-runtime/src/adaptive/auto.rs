@@ -75,6 +75,9 @@ const MIN_SAMPLES: u64 = 32;
 /// that of calls of exponential length (lognormal calls of σ 1 read 1.31,
 /// a cache's hits and misses 3.7; see `Auto::keep_no_load_near_the_mean`).
 const TWO_LENGTHS: f64 = 2.0;
+/// Round trips a window of a startup restarted from the steady state
+/// lasts (see `Auto::startup_round_trips`).
+const RESTARTED_ROUND_TRIPS: u32 = 4;
 /// After the startup, a limit a window did not fill comes down to this
 /// many times the most calls in flight in it (see `Auto::unfilled`).
 const UNFILLED_ROOM: f64 = 1.25;
@@ -351,8 +354,11 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 /// twice that of calls of exponential length (`keep_no_load_near_the_mean`):
 /// the cold start's short windows complete the quick calls and none of
 /// the long ones, and the lowest window's mean reads a fraction of the
-/// calls' own. A service of a handful of workers, or of processor
-/// sharing through a slowdown, can still be throttled below capacity:
+/// calls' own. For the same reason a startup restarted in a slowdown of
+/// such calls waits twice the round trips a window
+/// (`slowed_with_two_lengths`). A service of a handful of workers, or
+/// of processor sharing through a slowdown, can still be throttled
+/// below capacity:
 /// it pins its capacity (`SHED_CAPACITY`, `Config::capacity`;
 /// `docs/defaults.md`, *Where calls of mixed lengths fall short*).
 #[derive(Debug, Clone)]
@@ -623,13 +629,48 @@ impl Auto {
     /// together) and reads a rate the pool cannot do: a 16-worker pool of
     /// 20 ms calls read 1,100 calls a second of its 800 from 22 calls, the
     /// limit doubled to 42, and every few seconds the next window waited
-    /// twice the service time.
+    /// twice the service time. Twice that in a startup restarted in a
+    /// slowdown of calls of two lengths (see
+    /// [`Auto::slowed_with_two_lengths`]).
     pub(crate) fn startup_round_trips(&self) -> u32 {
-        if self.restarted {
-            4
-        } else {
+        if !self.restarted {
             1
+        } else if self.slowed_with_two_lengths() {
+            2 * RESTARTED_ROUND_TRIPS
+        } else {
+            RESTARTED_ROUND_TRIPS
         }
+    }
+
+    /// Whether the calls are of two lengths (their spread, read batch by
+    /// batch, past [`TWO_LENGTHS`]) and the service is still slowed: a
+    /// slowdown is remembered, and the throughput the startup last rose
+    /// from is at most [`SLOWER`] times the one before it.
+    ///
+    /// A startup window completes the short calls first, more so the
+    /// more slots the rise added: the long calls it admitted are still in
+    /// flight when it closes, and its rate reads what the pool cannot do.
+    /// In a slowdown the long calls are slower still, and the windows of
+    /// a few slowed round trips are short next to them: `ps-16x10ms-mix`
+    /// at 0.8x, seed 3, whose 16 processor-sharing workers were slowed to
+    /// 400 calls a second, read 530, 962 and 1,149 in windows of 130 ms,
+    /// and the limit doubled from 20 slots to 158, then to 260; the
+    /// recovery met 173 slots, and two seconds after it served 17.5% and
+    /// 0.2% of their calls in time. Windows twice as long read the
+    /// misses' share nearer to theirs. Over seeds 0..64 of `grid --mixed`,
+    /// runs without a second at 0% went from 736 of 768 to 755; those
+    /// serving 99% steady, from 169 of 384 to 177; those back within 2 s
+    /// moved by a run or two, as did the other goals (four times as long
+    /// gained more steady runs and lost 17 of those back within 2 s, whose
+    /// recovery the long windows straddle; see `docs/defaults.md`). A
+    /// recovery's restarted startup, whose throughput is back, keeps
+    /// windows of the usual length: it must find the pool within 2 s.
+    fn slowed_with_two_lengths(&self) -> bool {
+        self.spread.of_pooled_calls() > TWO_LENGTHS
+            && self.unslowed.is_some_and(|before| {
+                self.startup_last
+                    .is_some_and(|(_, rate)| rate <= SLOWER * before.rate)
+            })
     }
 
     /// Highest recent throughput times lowest recent latency.

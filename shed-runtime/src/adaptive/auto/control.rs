@@ -243,8 +243,8 @@ impl AutoControl {
             self.learn_budgets(service_time);
         }
         // One round trip while starting up from cold (growth is judged by
-        // the throughput there, see `Auto`; four in a restarted startup,
-        // see `Auto::startup_round_trips`); then two, and long enough for a
+        // the throughput there, see `Auto`; four or eight in a restarted
+        // startup, see `Auto::startup_round_trips`); then two, and long enough for a
         // throughput and a mean latency worth comparing: right after the
         // limit rose, the calls that complete first are the short ones.
         let round_trip = no_load.unwrap_or_default();

@@ -53,8 +53,16 @@ fn a_slot_short(w: Window) -> Window {
 /// settles, then left a slot short for a window: a slowdown after it is
 /// not one after an overload (see `Auto::holds_through_slowdown`).
 fn settled_below_capacity(auto: &mut Auto) -> f64 {
-    let before = *drive(auto, 2.0, 40, |l| pool(20.0, l)).last().unwrap();
-    assert_eq!(auto.next_limit(&a_slot_short(pool(20.0, before))), before);
+    settled_below_capacity_with(auto, |w| w)
+}
+
+/// [`settled_below_capacity`], with `load` applied to the pool's windows.
+fn settled_below_capacity_with(auto: &mut Auto, load: impl Fn(Window) -> Window) -> f64 {
+    let before = *drive(auto, 2.0, 40, |l| load(pool(20.0, l)))
+        .last()
+        .unwrap();
+    let short = a_slot_short(load(pool(20.0, before)));
+    assert_eq!(auto.next_limit(&short), before);
     before
 }
 
@@ -1011,4 +1019,58 @@ fn a_recovery_of_calls_of_one_length_takes_back_the_no_load_latency_from_before_
     let mut auto = of_one_length(after_slowdown(0.0589, 950.0, before), 0.050, 48);
     auto.next_limit(&recorded_of_one_length(57.9, 61.0, 116, 122.0));
     assert_eq!(no_load_ms(&auto), 50.0, "the no-load latency from before");
+}
+
+/// Window `w` of calls of two lengths, a cache's hits and misses (a
+/// coefficient of variation of 3.7), overloaded (see [`overloaded`]).
+fn of_two_lengths(w: Window) -> Window {
+    Window {
+        latency_cv: 3.7,
+        ..overloaded(w)
+    }
+}
+
+/// The round trips of the startup a slowdown of the pool of 20 workers
+/// restarts (`load` applied to its windows): the slowed window that
+/// restarts it reads no queue.
+fn restarted_in_a_slowdown(load: impl Fn(Window) -> Window) -> u32 {
+    let mut auto = Auto::default();
+    let before = settled_below_capacity_with(&mut auto, &load);
+    let (held, no_load) = slow_down(&mut auto, before, &load);
+    let unqueued = Window {
+        avg_latency: no_load,
+        ..load(four_times_slower(pool(20.0, held)))
+    };
+    let restarted = auto.next_limit(&unqueued);
+    assert!(
+        auto.in_startup() && restarted > held,
+        "{held} -> {restarted}"
+    );
+    auto.startup_round_trips()
+}
+
+#[test]
+fn a_startup_restarted_in_a_slowdown_of_calls_of_two_lengths_waits_twice_the_round_trips() {
+    // `ps-16x10ms-mix` at 0.8x, seed 3: windows of four slowed round
+    // trips read the short calls' rate, and the limit doubled past the
+    // slowed pool (see `Auto::slowed_with_two_lengths`).
+    assert_eq!(
+        restarted_in_a_slowdown(of_two_lengths),
+        2 * RESTARTED_ROUND_TRIPS
+    );
+    // Calls of exponential length read their rate from four.
+    assert_eq!(restarted_in_a_slowdown(overloaded), RESTARTED_ROUND_TRIPS);
+    // And so do calls of two lengths at the service's own speed.
+    let mut auto = Auto::default();
+    let before = settled_below_capacity_with(&mut auto, of_two_lengths);
+    let unqueued = Window {
+        avg_latency: auto.no_load_latency().unwrap(),
+        ..of_two_lengths(pool(20.0, before))
+    };
+    let restarted = auto.next_limit(&unqueued);
+    assert!(
+        auto.in_startup() && restarted > before,
+        "{before} -> {restarted}"
+    );
+    assert_eq!(auto.startup_round_trips(), RESTARTED_ROUND_TRIPS);
 }
