@@ -350,7 +350,14 @@ impl Auto {
                 }
                 _ => 1.0,
             };
-            let grown = w.limit * self.startup_gain.powf(rounds);
+            // In a slowdown of calls of two lengths, by the steady
+            // state's step (see `Auto::slowed_with_two_lengths`).
+            let gain = if self.slowed_with_two_lengths() {
+                self.growth
+            } else {
+                self.startup_gain
+            };
+            let grown = w.limit * gain.powf(rounds);
             return self
                 .demand_in_a_crowd(w, latency)
                 .map_or(grown, |demand| grown.max(DEMAND_SHARE * demand));
