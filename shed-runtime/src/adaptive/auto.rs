@@ -656,7 +656,7 @@ impl Auto {
     /// a few slowed round trips are short next to them: `ps-16x10ms-mix`
     /// at 0.8x, seed 3, whose 16 processor-sharing workers were slowed to
     /// 400 calls a second, read 530, 962 and 1,149 in windows of 130 ms,
-    /// and the limit doubled from 20 slots to 158, then to 260; the
+    /// and the limit doubled from 20 slots to 158 (a later restart, to 260); the
     /// recovery met 173 slots, and two seconds after it served 17.5% and
     /// 0.2% of their calls in time. Windows twice as long read the
     /// misses' share nearer to theirs, and a pool of workers slowed down
