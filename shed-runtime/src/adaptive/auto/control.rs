@@ -244,9 +244,10 @@ impl AutoControl {
         }
         // One round trip while starting up from cold (growth is judged by
         // the throughput there, see `Auto`; four or eight in a restarted
-        // startup, see `Auto::startup_round_trips`); then two, and long enough for a
-        // throughput and a mean latency worth comparing: right after the
-        // limit rose, the calls that complete first are the short ones.
+        // startup, see `Auto::startup_round_trips`); then two, and long
+        // enough for a throughput and a mean latency worth comparing: right
+        // after the limit rose, the calls that complete first are the
+        // short ones.
         let round_trip = no_load.unwrap_or_default();
         let (length, samples) = if algorithm.in_startup() {
             (

@@ -1038,16 +1038,26 @@ fn restarted_in_a_slowdown(load: impl Fn(Window) -> Window) -> (Auto, f64, f64) 
     let mut auto = Auto::default();
     let before = settled_below_capacity_with(&mut auto, &load);
     let (held, no_load) = slow_down(&mut auto, before, &load);
-    let unqueued = Window {
-        avg_latency: no_load,
-        ..load(four_times_slower(pool(20.0, held)))
-    };
-    let restarted = auto.next_limit(&unqueued);
-    assert!(
-        auto.in_startup() && restarted > held,
-        "{held} -> {restarted}"
+    let restarted = restarted_by(
+        &mut auto,
+        Window {
+            avg_latency: no_load,
+            ..load(four_times_slower(pool(20.0, held)))
+        },
     );
     (auto, held, restarted)
+}
+
+/// The limit `auto` restarts its startup at on `unqueued`, a window at
+/// its limit that reads no queue while calls wait for slots.
+fn restarted_by(auto: &mut Auto, unqueued: Window) -> f64 {
+    let restarted = auto.next_limit(&unqueued);
+    assert!(
+        auto.in_startup() && restarted > unqueued.limit,
+        "{} -> {restarted}",
+        unqueued.limit
+    );
+    restarted
 }
 
 /// The limit after a window of the startup of `auto` restarted from
@@ -1100,10 +1110,6 @@ fn a_startup_restarted_in_a_slowdown_of_calls_of_two_lengths_waits_and_grows_as_
         avg_latency: auto.no_load_latency().unwrap(),
         ..of_two_lengths(pool(20.0, before))
     };
-    let restarted = auto.next_limit(&unqueued);
-    assert!(
-        auto.in_startup() && restarted > before,
-        "{before} -> {restarted}"
-    );
+    restarted_by(&mut auto, unqueued);
     assert_eq!(auto.startup_round_trips(), RESTARTED_ROUND_TRIPS);
 }
