@@ -391,6 +391,7 @@ fn trace_window(window: &Window, next: u32, algorithm: &Auto, since: u64) {
         waiting = window.waiting,
         waiters = window.waiters,
         arrived = window.arrived,
+        in_flight = window.max_in_flight,
         startup = algorithm.in_startup(),
         no_load_ms = algorithm.no_load_latency().map_or(f64::NAN, ms),
         "window closed"

@@ -678,12 +678,17 @@ fn a_slowdown_of_calls_of_one_length_is_never_learned_past_what_the_calls_took()
         "{limits:?}"
     );
     // The drain, then the load below capacity, then the window the
-    // slowdown began in and the first wholly slowed one.
+    // slowdown began in and the first two wholly slowed ones. (Counted
+    // per call in flight against the drain's, whose 510 calls count as
+    // its bandwidth-delay product of 403, the window it began in read
+    // 0.66 of the drain's rate, not below 0.6: the slowdown shows in the
+    // two after it.)
     for row in [
         (settled, 529, 826, 205.0, 123.584, 100.0, 510, false),
         (settled, 64, 1341, 528.0, 100.0, 100.0, 297, false),
         (settled, 64, 4096, 1679.0, 100.0, 100.0, 267, false),
         (settled, 64, 4096, 1989.0, 119.688, 100.0, 314, true),
+        (settled, 64, 174, 349.0, 418.984, 418.0, 314, true),
         (settled, 64, 174, 349.0, 418.984, 418.0, 314, true),
     ] {
         assert_eq!(
@@ -1112,4 +1117,99 @@ fn a_startup_restarted_in_a_slowdown_of_calls_of_two_lengths_waits_and_grows_as_
     };
     restarted_by(&mut auto, unqueued);
     assert_eq!(auto.startup_round_trips(), RESTARTED_ROUND_TRIPS);
+}
+
+/// `fifo-100x20ms-mix` at 0.8 load, seed 22, as traced: 100 workers
+/// serving nine calls in ten of 3.4 ms and one of 170 (a mean of 20
+/// ms). The cold start's windows, a round trip of its first calls long,
+/// completed the short calls while the long ones held their slots, and
+/// read up to 6,800 calls a second for a pool of 5,000; the startup
+/// ended at 47 slots, and the first two windows after it, 100 ms long,
+/// read 1,337 and 2,370 calls a second with their long calls in.
+const A_COLD_START_OF_TWO_LENGTHS: [SpreadRow; 14] = [
+    ((2.0, 12, 12, 36.0, 2.8, 0.0, 2, true), 1.0, 118),
+    ((4.0, 12, 12, 25.0, 7.8, 0.0, 4, true), 1.8, 89),
+    ((8.0, 18, 18, 10.0, 3.6, 0.0, 8, true), 1.0, 31),
+    ((32.0, 56, 68, 10.0, 3.2, 0.0, 32, true), 1.8, 29),
+    ((32.0, 32, 125, 35.0, 5.8, 0.0, 32, true), 0.9, 45),
+    ((32.0, 32, 32, 16.0, 3.5, 0.0, 32, true), 1.2, 69),
+    ((32.0, 32, 33, 14.0, 7.3, 0.0, 32, true), 2.0, 58),
+    ((64.0, 51, 67, 10.0, 3.5, 0.0, 64, false), 1.5, 8),
+    ((64.0, 32, 266, 73.0, 11.4, 0.0, 64, true), 2.6, 44),
+    ((64.0, 32, 33, 13.0, 2.9, 0.0, 64, true), 1.1, 59),
+    ((64.0, 32, 35, 11.0, 6.8, 0.0, 64, true), 2.6, 43),
+    ((64.0, 32, 35, 11.0, 7.0, 0.0, 64, true), 2.8, 53),
+    ((47.1, 126, 135, 101.0, 13.4, 0.0, 64, true), 2.6, 397),
+    ((47.1, 230, 237, 100.0, 15.1, 0.0, 47, true), 3.3, 354),
+];
+
+#[test]
+fn a_cold_start_of_calls_of_two_lengths_is_no_rate_a_slowdown_is_judged_against() {
+    // Judged against the cold start's 6,800 calls a second, the two
+    // windows after it read as a slowdown: the limit held at 47 slots for
+    // the whole run (16 s), every rise refused while a load of 0.8 of
+    // the pool waited, and 57.7% of its calls were served in time.
+    let mut auto = Auto::default();
+    let limits: Vec<f64> = A_COLD_START_OF_TWO_LENGTHS
+        .iter()
+        .map(|&(row, cv, arrived)| auto.next_limit(&traced_spread(row, cv, arrived)))
+        .collect();
+    assert!(!auto.in_startup(), "{limits:?}");
+    assert!(
+        auto.spread.of_pooled_calls() > TWO_LENGTHS,
+        "calls of two lengths: {}",
+        auto.spread.of_pooled_calls()
+    );
+    assert!(auto.unslowed.is_none(), "no slowdown: {limits:?}");
+    // The pool as it is from here on: 100 workers of calls of 20 ms at
+    // the limit, whose mean shows no queue against the floor of the
+    // pooled mean, while the load waits for slots.
+    let at = *limits.last().unwrap();
+    let limits = drive(&mut auto, at, 10, |l| {
+        let calls = (l.min(100.0) / 0.020 * 0.1) as u64;
+        traced_spread(
+            (l, calls, calls, 100.0, 17.0, 0.0, l as u64, true),
+            3.7,
+            2 * calls,
+        )
+    });
+    assert!(
+        limits.last().unwrap() > &(1.2 * at),
+        "the limit grows from {at}: {limits:?}"
+    );
+}
+
+#[test]
+fn a_throughput_that_fell_with_the_calls_in_flight_is_no_slowdown() {
+    // `ps-64x50ms-mix` at 0.8 load, seed 31: the cold start ended by
+    // cutting 32 slots to 14, and the windows at 14 read 446 calls a
+    // second against the load's 1,038 before the cut, with means that
+    // read as a queue (calls of two lengths): taken for a slowdown, the
+    // limit held at 14 slots for 15 s, and a fifth of the calls were
+    // served in time. Here: 20 workers of 10 ms settled under an
+    // overload, then two windows at a third of the limit whose calls'
+    // mean reads 1.7 times the no-load latency.
+    let mut auto = Auto::default();
+    let before = *drive(&mut auto, 4.0, 40, |l| pool(20.0, l)).last().unwrap();
+    let no_load = auto.no_load_latency().unwrap();
+    let cut = (before / 3.0).round();
+    let fewer = Window {
+        avg_latency: no_load.mul_f64(1.7),
+        ..pool(20.0, cut)
+    };
+    auto.next_limit(&fewer);
+    auto.next_limit(&fewer);
+    assert!(auto.unslowed.is_none(), "{before} slots cut to {cut}");
+    assert_eq!(auto.no_load_latency(), Some(no_load), "not scaled");
+    // As many calls in flight as before, the same fall is a slowdown.
+    let mut auto = Auto::default();
+    let before = *drive(&mut auto, 4.0, 40, |l| pool(20.0, l)).last().unwrap();
+    let slowed = Window {
+        avg_latency: no_load.mul_f64(1.7),
+        finished: pool(20.0, cut).finished,
+        ..pool(20.0, before)
+    };
+    auto.next_limit(&slowed);
+    auto.next_limit(&slowed);
+    assert!(auto.unslowed.is_some(), "at {before} slots");
 }
