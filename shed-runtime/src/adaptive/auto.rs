@@ -395,13 +395,14 @@ pub struct Auto {
     bound_rates: Filter,
     /// Throughput of every window, however few its calls.
     any_rates: Filter,
-    /// `rates` and `bound_rates` of the windows after the cold start:
-    /// what a slowdown of calls of two lengths is judged against (see
+    /// `rates` of the windows after the cold start: what a slowdown of
+    /// calls of two lengths is judged against (see
     /// [`Auto::highest_recent_rate`]).
     rates_after_cold_start: Filter,
+    /// `bound_rates` of the windows after the cold start, as above.
     bound_rates_after_cold_start: Filter,
-    /// The most calls in flight of each recent window: how many a
-    /// throughput a slowdown is judged against was read with (see
+    /// The most calls in flight of each recent window: how many calls
+    /// the throughputs a slowdown is judged against were read with (see
     /// [`Reading::fewer_in_flight`]).
     in_flight: Filter,
     /// Binding windows since the last probe.
