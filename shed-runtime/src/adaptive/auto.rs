@@ -976,9 +976,10 @@ struct Reading {
     /// call took at least [`ONE_LENGTH`] of the no-load latency.
     one_length: bool,
     /// How many times fewer calls the window held in flight than the
-    /// recent windows did at most; 1 if as many or more. A pool of
-    /// workers completes fewer calls a second with fewer of them in
-    /// flight, whatever their speed (see `Auto::steady_step`).
+    /// recent windows did at most, those counted no higher than the
+    /// bandwidth-delay product; 1 if as many or more. A pool of workers
+    /// completes fewer calls a second with fewer of them in flight,
+    /// whatever their speed (see `Auto::steady_step`).
     fewer_in_flight: f64,
 }
 
