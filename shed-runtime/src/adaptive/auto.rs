@@ -25,7 +25,7 @@ pub(crate) use control::AutoControl;
 pub use control::AutoSettings;
 use stats::{
     load_outran_limit, queued_calls, standard_error, unfilled_limit, BindingRate, Filter, Pool,
-    Spread,
+    Rates, Spread,
 };
 
 /// A throughput below this share of the usual one, with latency up, is a
@@ -388,19 +388,17 @@ pub struct Auto {
     startup: bool,
     /// The service's latency without a queue inside it, in seconds.
     no_load: Option<f64>,
-    rates: Filter,
-    /// Throughput of the windows of [`MIN_SAMPLES`] calls or more in
-    /// which the limit bound: what a slowdown is judged against before
-    /// any binding window since the startup.
-    bound_rates: Filter,
+    /// Throughput of the windows of [`MIN_SAMPLES`] calls or more (and,
+    /// apart, of those in which the limit bound): what the
+    /// bandwidth-delay product is read from, and a slowdown judged
+    /// against before any binding window since the startup.
+    rates: Rates,
     /// Throughput of every window, however few its calls.
     any_rates: Filter,
     /// `rates` of the windows after the cold start: what a slowdown of
     /// calls of two lengths is judged against (see
     /// [`Auto::highest_recent_rate`]).
-    rates_after_cold_start: Filter,
-    /// `bound_rates` of the windows after the cold start, as above.
-    bound_rates_after_cold_start: Filter,
+    rates_after_cold_start: Rates,
     /// The most calls in flight of each recent window: how many calls
     /// the throughputs a slowdown is judged against were read with (see
     /// [`Reading::fewer_in_flight`]).
@@ -565,11 +563,9 @@ impl Default for Auto {
             probe: 0.75,
             startup: true,
             no_load: None,
-            rates: Filter::default(),
-            bound_rates: Filter::default(),
+            rates: Rates::default(),
             any_rates: Filter::default(),
-            rates_after_cold_start: Filter::default(),
-            bound_rates_after_cold_start: Filter::default(),
+            rates_after_cold_start: Rates::default(),
             in_flight: Filter::default(),
             since_probe: 0,
             one_length_unprobed: 0.0,
@@ -698,7 +694,7 @@ impl Auto {
 
     /// Highest recent throughput times lowest recent latency.
     fn bandwidth_delay(&self) -> Option<f64> {
-        Some(self.rates.max().or(self.any_rates.max())? * self.no_load?)
+        Some(self.rates.all.max().or(self.any_rates.max())? * self.no_load?)
     }
 
     /// Whether the cold start read the service's calls as of about one
@@ -756,7 +752,7 @@ impl Auto {
     /// bound, else of any window of `MIN_SAMPLES` calls: what the service
     /// was last seen to sustain.
     fn highest_rate(&self) -> Option<f64> {
-        self.bound_rates.max().or(self.rates.max())
+        self.rates.highest_bound()
     }
 
     /// The highest throughput of the recent windows of `MIN_SAMPLES`
@@ -790,19 +786,11 @@ impl Auto {
         if self.calls_of_one_length() {
             return self.highest_rate();
         }
-        let (rates, bound_rates) = if self.spread.of_pooled_calls() > TWO_LENGTHS {
-            (
-                &self.rates_after_cold_start,
-                &self.bound_rates_after_cold_start,
-            )
+        if self.spread.of_pooled_calls() > TWO_LENGTHS {
+            self.rates_after_cold_start.highest()
         } else {
-            (&self.rates, &self.bound_rates)
-        };
-        rates
-            .max()
-            .into_iter()
-            .chain(bound_rates.max())
-            .reduce(f64::max)
+            self.rates.highest()
+        }
     }
 
     /// Whether window `w`'s mean `latency` is below `reference` by more
@@ -1064,15 +1052,9 @@ impl Auto {
         // counts.
         let after_cold_start = !self.startup || self.restarted;
         if !idle_before && w.finished >= MIN_SAMPLES {
-            self.rates.push(rate);
-            if binds {
-                self.bound_rates.push(rate);
-            }
+            self.rates.push(rate, binds);
             if after_cold_start {
-                self.rates_after_cold_start.push(rate);
-                if binds {
-                    self.bound_rates_after_cold_start.push(rate);
-                }
+                self.rates_after_cold_start.push(rate, binds);
             }
         }
         if !idle_before {

@@ -705,7 +705,7 @@ impl Auto {
         // Only the rates of full windows here: a startup window of a dozen
         // calls, right after the limit doubled, reads the rate of the
         // limit before (a 16-worker pool ended at 7).
-        let full = self.rates.max().zip(self.no_load).map(|(r, d)| r * d);
+        let full = self.rates.all.max().zip(self.no_load).map(|(r, d)| r * d);
         let one_length = self.no_load.is_some_and(|d| self.of_one_length(w, d));
         // Without one, the highest limit the throughput followed: the
         // limit itself, which three windows showed past the pool, held a

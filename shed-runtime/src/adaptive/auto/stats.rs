@@ -35,6 +35,49 @@ impl Filter {
     }
 }
 
+/// The recent throughputs of windows of [`MIN_SAMPLES`](super::MIN_SAMPLES)
+/// calls or more, and, apart, those of the windows among them in which
+/// the limit bound (which the first filter forgets sooner, as it takes
+/// every window).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Rates {
+    pub(super) all: Filter,
+    pub(super) bound: Filter,
+}
+
+impl Rates {
+    /// Rates holding `rate` alone, as read in a binding window.
+    pub(super) fn only(rate: f64) -> Self {
+        Self {
+            all: Filter::only(rate),
+            bound: Filter::only(rate),
+        }
+    }
+
+    /// Takes the throughput of a window in which the limit did or did
+    /// not bind.
+    pub(super) fn push(&mut self, rate: f64, binds: bool) {
+        self.all.push(rate);
+        if binds {
+            self.bound.push(rate);
+        }
+    }
+
+    /// The highest rate of a binding window, else of any.
+    pub(super) fn highest_bound(&self) -> Option<f64> {
+        self.bound.max().or(self.all.max())
+    }
+
+    /// The highest rate of either filter.
+    pub(super) fn highest(&self) -> Option<f64> {
+        self.all
+            .max()
+            .into_iter()
+            .chain(self.bound.max())
+            .reduce(f64::max)
+    }
+}
+
 /// The smoothed throughput of ordinary binding windows, and what it was
 /// before the window that last moved it (a slowdown is scaled against
 /// that, see `Auto::steady_step`).

@@ -2,7 +2,7 @@
 //! sawtooth between the bandwidth-delay product and a queue (see
 //! [`Auto`]'s docs).
 
-use super::stats::{load_outran_limit, ran_without_queue, Filter, Pool};
+use super::stats::{load_outran_limit, ran_without_queue, Filter, Pool, Rates};
 use super::{
     Auto, FallFrom, Reading, Unslowed, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS, UNQUEUED_LATENCY,
 };
@@ -743,11 +743,9 @@ impl Auto {
                     .slowed_at_seen_pool(w, latency)
                     .filter(|&least| least < slowed);
                 self.no_load = Some(at_seen_pool.unwrap_or(slowed));
-                self.rates = Filter::only(rate);
-                self.bound_rates = Filter::only(rate);
+                self.rates = Rates::only(rate);
                 self.any_rates = Filter::only(rate);
-                self.rates_after_cold_start = Filter::only(rate);
-                self.bound_rates_after_cold_start = Filter::only(rate);
+                self.rates_after_cold_start = Rates::only(rate);
                 self.binding_rate.reset(Some(rate));
                 self.stale = 0;
                 self.stale_latency = f64::INFINITY;

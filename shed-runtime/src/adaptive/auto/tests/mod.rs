@@ -119,7 +119,7 @@ fn steady(no_load: f64, usual: f64, best: f64) -> Auto {
         ..Auto::default()
     };
     auto.binding_rate.reset(Some(usual));
-    auto.rates.push(best);
+    auto.rates.all.push(best);
     auto
 }
 

@@ -183,8 +183,7 @@ fn calls_of_one_length_all_slower_than_the_no_load_latency_teach_it() {
     drive(&mut auto, 2.0, 100, |l| one_length_at(2.0, 8.0, l));
     let slowed_rate = 6.5 / 0.008;
     auto.no_load = Some(0.0074);
-    auto.rates = Filter::only(slowed_rate);
-    auto.bound_rates = Filter::only(slowed_rate);
+    auto.rates = Rates::only(slowed_rate);
     auto.any_rates = Filter::only(slowed_rate);
     auto.binding_rate.reset(Some(slowed_rate));
     let first = auto.next_limit(&one_length_at(8.0, 8.0, 6.5));

@@ -210,7 +210,7 @@ fn a_slowdown_right_after_a_restarted_startup_counts_its_pool_by_the_recent_rate
     let mut auto = steady(0.2138, 0.0, 5231.3);
     auto.binding_rate.reset(None);
     for rate in [5070.1, 4948.6, 5046.7, 5003.5] {
-        auto.rates.push(rate);
+        auto.rates.all.push(rate);
     }
     auto.overloaded_windows = 3;
     // The startup's last window bound.
@@ -424,7 +424,7 @@ fn a_slowdown_that_begins_in_the_first_binding_window_is_scaled_against_the_rece
     let mut auto = steady(0.2123, 0.0, 5079.5);
     auto.binding_rate.reset(None);
     for rate in [4182.0, 4035.1, 3966.0] {
-        auto.rates.push(rate);
+        auto.rates.all.push(rate);
     }
     for row in [
         (1293.9, 3067, 1072.0, 244.3, 10.0),
