@@ -231,8 +231,8 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   in the three windows before), the limit comes down to `headroom`
 ///   times the product before the slowdown if it was above (scaled up by
 ///   the calls' spread, see `Auto::noise`), and holds while the
-///   throughput stays down: only a queue past twice the tolerance moves
-///   it.
+///   throughput, counted per slot of the limit before the slowdown,
+///   stays down: only a queue past twice the tolerance moves it.
 ///   Once a window in which calls waited completes 0.9 of the usual
 ///   throughput before the slowdown again, at twice the limit before it
 ///   or more and with the no-load latency still the scaled one, the next
@@ -359,8 +359,9 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 /// quarter, not twice (`slowed_with_two_lengths`), and a slowdown of
 /// such calls is judged against the rates of the windows after the cold
 /// start only (`highest_recent_rate`). Any slowdown's fall is counted
-/// per call in flight: a limit cut below the calls the usual throughput
-/// was read with completes fewer calls a second at any speed. A service
+/// per call in flight, and a held one's throughput per slot of the limit
+/// before it: a limit cut below the calls the usual throughput was read
+/// with completes fewer calls a second at any speed. A service
 /// of a handful of workers, or of processor sharing through a
 /// slowdown, can still be throttled below capacity:
 /// it pins its capacity (`SHED_CAPACITY`, `Config::capacity`;

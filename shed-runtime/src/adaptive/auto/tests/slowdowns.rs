@@ -171,6 +171,22 @@ fn a_slowdown_after_an_overload_holds_no_more_than_headroom_times_the_product() 
 }
 
 #[test]
+fn a_slowdown_held_at_a_cut_limit_holds_while_every_call_is_slower() {
+    // A held slowdown's throughput is counted per slot of the limit
+    // before it (see `a_held_slowdown_counts_the_throughput_per_slot_of_the_limit_before_it`),
+    // and a pool still four times slower at a third of that limit reads
+    // as slowed all the same.
+    let mut auto = Auto::default();
+    let (_, held, _) = slowed_after(&mut auto, spread);
+    let cut = held / 3.0;
+    let slowed = spread(four_times_slower(pool(20.0, cut)));
+    for _ in 0..3 {
+        assert_eq!(auto.next_limit(&slowed), cut, "still a slowdown");
+    }
+    assert!(auto.slowed_after_overload().is_some());
+}
+
+#[test]
 fn a_slowdown_after_an_overload_keeps_a_limit_below_headroom_times_the_product() {
     // Only down: a limit below it is where a probe or a shrink found the
     // pool.
@@ -1212,4 +1228,67 @@ fn a_throughput_that_fell_with_the_calls_in_flight_is_no_slowdown() {
     auto.next_limit(&slowed);
     auto.next_limit(&slowed);
     assert!(auto.unslowed.is_some(), "at {before} slots");
+}
+
+/// `ps-64x50ms-mix` at 3x, seed 30, as traced to 3.8 s: a cold start that
+/// ended at 64 slots for 64 processor-sharing workers of 50 ms (calls of
+/// two lengths), windows right after it that read up to 2,390 calls a
+/// second for a pool of 1,280, a slowdown read at 46 slots against them,
+/// then a far queue's cut to 20.
+const A_SLOWDOWN_THAT_WAS_NOT_HELD_AT_A_CUT: [SpreadRow; 32] = [
+    ((2.0, 12, 12, 79.0, 11.8, 1.0, 2, true), 0.8, 293),
+    ((4.0, 12, 12, 32.0, 7.8, 1.0, 4, true), 0.9, 135),
+    ((16.0, 22, 22, 12.0, 4.9, 0.0, 16, true), 1.0, 46),
+    ((32.0, 32, 32, 11.0, 6.3, 0.0, 32, true), 0.8, 46),
+    ((64.0, 69, 69, 11.0, 5.7, 0.0, 64, true), 0.9, 56),
+    ((64.0, 61, 61, 11.0, 7.5, 0.0, 64, true), 0.9, 43),
+    ((64.0, 32, 52, 14.0, 15.5, 1.0, 64, false), 0.6, 5),
+    ((64.0, 32, 136, 37.0, 11.7, 0.0, 64, false), 1.1, 31),
+    ((64.0, 32, 61, 24.0, 8.1, 0.0, 64, true), 1.0, 65),
+    ((64.0, 32, 34, 11.0, 5.6, 0.0, 64, true), 1.2, 40),
+    ((64.0, 32, 32, 12.0, 6.8, 0.0, 64, true), 0.9, 39),
+    ((76.8, 233, 239, 100.0, 15.7, 0.0, 77, true), 1.8, 394),
+    ((76.8, 183, 184, 101.0, 15.4, 0.0, 77, true), 1.6, 357),
+    ((81.6, 138, 141, 101.0, 21.3, 0.0, 82, true), 1.8, 374),
+    ((78.2, 137, 138, 100.0, 28.1, 0.0, 82, true), 2.7, 357),
+    ((69.1, 135, 135, 101.0, 42.1, 0.0, 78, true), 2.6, 332),
+    ((46.3, 64, 66, 193.0, 165.4, 0.0, 69, true), 1.5, 760),
+    ((46.3, 89, 90, 101.0, 42.1, 0.0, 46, true), 3.7, 371),
+    ((40.1, 67, 68, 100.0, 84.8, 0.0, 46, true), 2.5, 373),
+    ((20.1, 64, 67, 404.0, 150.2, 0.0, 40, true), 1.9, 1629),
+    ((20.1, 64, 64, 259.0, 75.1, 0.0, 20, true), 3.6, 977),
+    ((20.1, 77, 77, 136.0, 90.0, 1.0, 20, true), 3.5, 543),
+    ((20.1, 64, 64, 361.0, 109.0, 0.0, 20, true), 3.1, 1347),
+    ((20.1, 64, 64, 258.0, 105.0, 0.0, 20, true), 3.0, 1027),
+    ((20.1, 82, 82, 197.0, 66.3, 0.0, 20, true), 4.0, 730),
+    ((20.1, 78, 78, 133.0, 46.8, 0.0, 20, true), 2.7, 481),
+    ((20.1, 64, 64, 193.0, 48.8, 0.0, 20, true), 3.7, 757),
+    ((20.1, 64, 64, 153.0, 42.1, 0.0, 20, true), 4.1, 556),
+    ((20.1, 67, 67, 135.0, 38.1, 0.0, 20, true), 3.5, 562),
+    ((20.1, 64, 64, 133.0, 50.8, 0.0, 20, true), 2.9, 488),
+    ((20.1, 80, 80, 136.0, 35.5, 0.0, 20, true), 3.5, 520),
+    ((20.1, 64, 64, 175.0, 36.2, 0.0, 20, true), 3.3, 649),
+];
+
+#[test]
+fn a_held_slowdown_counts_the_throughput_per_slot_of_the_limit_before_it() {
+    // At 20 slots the pool served 165-612 calls a second against the
+    // 1,600 before the slowdown, never 0.6 of it: the limit held at 20
+    // for 14 s, and 27% of the capacity was served in time. Per slot of
+    // the limit before (46), some windows read as the service's own
+    // speed, and the limit grows from the cut.
+    let mut auto = Auto::default();
+    let limits: Vec<f64> = A_SLOWDOWN_THAT_WAS_NOT_HELD_AT_A_CUT
+        .iter()
+        .map(|&(row, cv, arrived)| auto.next_limit(&traced_spread(row, cv, arrived)))
+        .collect();
+    let cut = 20.1;
+    assert!(
+        auto.unslowed.is_some_and(|before| before.limit > 2.0 * cut),
+        "a slowdown read above the cut: {limits:?}"
+    );
+    assert!(
+        limits[19..].iter().any(|&l| l > 1.2 * cut),
+        "held at the cut: {limits:?}"
+    );
 }
