@@ -125,7 +125,11 @@ impl ProcessorSharing {
             };
             if next.is_finite() {
                 let wake = Instant::now() + Duration::from_secs_f64(next.max(0.0));
+                // Biased: polled in this order, with no draw from the
+                // runtime's unseeded generator (either order ends the
+                // same here, but a run must not depend on it).
                 tokio::select! {
+                    biased;
                     _ = tokio::time::sleep_until(wake) => {}
                     _ = self.changed.notified() => {}
                 }
