@@ -29,7 +29,10 @@ pub struct AutoSettings {
     /// until enough calls were measured.
     pub min_window: Duration,
     /// A class's default queue-wait budget becomes this many times the
-    /// calls' service time ([`Auto::service_time`]), in the proportion of
+    /// calls' service time ([`Auto::service_time`]; times their spread,
+    /// their coefficient of variation, for calls of two lengths such as a
+    /// cache's hits and misses, whose short calls queue behind the long
+    /// ones), in the proportion of
     /// the class's default to 50 ms (default 4: `critical` may wait four
     /// times the service time,
     /// `optional` 1.6 times, `background` 0.4 times): a call that waited
@@ -239,8 +242,8 @@ impl AutoControl {
         if let Some((window, capacity)) = closed {
             trace_window(&window, capacity, algorithm, since);
         }
-        if let Some(service_time) = algorithm.service_time() {
-            self.learn_budgets(service_time);
+        if let Some(budget_time) = algorithm.budget_time() {
+            self.learn_budgets(budget_time);
         }
         // One round trip while starting up from cold (growth is judged by
         // the throughput there, see `Auto`; four or eight in a restarted
@@ -323,7 +326,8 @@ impl AutoControl {
         self.driver.start();
     }
 
-    /// Scales the default budgets to a service time of `service_time`.
+    /// Scales the default budgets to a service time of `service_time` (see
+    /// [`Auto::budget_time`]).
     fn learn_budgets(&self, service_time: Duration) {
         self.wait_scale.learn(self.scale_for(service_time));
     }

@@ -197,6 +197,51 @@ fn a_closing_window_scales_the_budgets_to_the_calls_service_time_not_the_lowest_
     );
 }
 
+/// The default budget of `critical` after a window closed on a cold start
+/// that read calls of 10 ms whose windows of 256 calls each spread `cv`.
+fn budget_of_calls_of_10ms_spread(cv: f64) -> f64 {
+    let (limiter, _) = controller_after_a_window(|auto| {
+        auto.no_load = Some(0.010);
+        for _ in 0..4 {
+            auto.spread.add(&Window {
+                completed: 256,
+                avg_latency: Duration::from_millis(10),
+                min_latency: Duration::ZERO,
+                latency_cv: cv,
+                max_in_flight: 16,
+                late: 0,
+                limit: 16.0,
+                probe: false,
+                finished: 256,
+                elapsed: Duration::from_millis(160),
+                waiting: true,
+                waiters: 0,
+                arrived: 256,
+                at: Instant::now(),
+            });
+        }
+    });
+    let control = auto_control(&limiter.inner);
+    control.budget(&ClassSpec::defaults()[0]).as_secs_f64()
+}
+
+#[test]
+fn the_budgets_of_calls_of_two_lengths_are_as_many_times_longer_as_their_spread() {
+    // A cache's hits and misses: their short calls queue behind the long
+    // ones below capacity, and four times the mean refused those waits
+    // (`fifo-16x10ms-mix` at 0.8 load, seed 25: 98.5% in time).
+    let budget = budget_of_calls_of_10ms_spread(3.7);
+    assert!(
+        (budget - 4.0 * 0.010 * 3.7).abs() < 1e-6,
+        "four times 10 ms times the spread: {budget} s"
+    );
+    // Calls of one length's noise, or a heavy tail: four times the mean.
+    for cv in [1.0, 1.31, 2.0] {
+        let budget = budget_of_calls_of_10ms_spread(cv);
+        assert!((budget - 0.040).abs() < 1e-6, "spread {cv}: {budget} s");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_first_window_of_slow_calls_closes_on_six_after_half_a_second_while_a_crowd_waits() {
     // 1,000 workers of 200 ms started cold: the first window's dozen calls
