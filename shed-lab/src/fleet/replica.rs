@@ -57,10 +57,10 @@ pub(crate) struct Process {
 
 /// A process's death, which its requests in progress wait on. They learn
 /// of it in the order they began waiting, so that a run is the same
-/// every time: tokio's `watch` channel, used before, wakes its receivers
-/// in the order of a random number drawn per receiver from the
-/// runtime's own generator, which no seed reaches, and the requests a
-/// lost replica failed were retried on the others in a different order
+/// every time: tokio's `watch` channel, used before, parks each receiver
+/// on one of eight queues drawn from the runtime's own random generator,
+/// which no seed reaches, and wakes the queues in turn, so the requests
+/// a lost replica failed were retried on the others in a different order
 /// from run to run (the weighted balancer's run with retries of
 /// `fleet-lost-replica` gave three different reports in 30).
 #[derive(Default)]

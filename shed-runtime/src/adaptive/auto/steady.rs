@@ -420,7 +420,7 @@ impl Auto {
         });
     }
 
-    /// Whether the limit holds through a window (read as `r`, its calls'
+    /// Whether the limit holds through window `w` (read as `r`, its calls'
     /// `queueing` judged against `no_load`) of a slowdown whose load was
     /// above the limit before it ([`Unslowed::overloaded`]): neither a
     /// queue nor its absence moves it, no probe runs, and only a queue
