@@ -38,7 +38,7 @@ impl Filter {
 /// The recent throughputs of windows of [`MIN_SAMPLES`](super::MIN_SAMPLES)
 /// calls or more, and, apart, those of the windows among them in which
 /// the limit bound (which the first filter forgets sooner, as it takes
-/// every window).
+/// every such window).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Rates {
     pub(super) all: Filter,

@@ -432,8 +432,8 @@ impl Auto {
     /// That throughput is counted per slot of the limit before the
     /// slowdown, as a fall is counted per call in flight (see
     /// `steady_step`): a pool held at fewer slots completes fewer calls a
-    /// second at any speed, and a limit a far queue or a slowdown that
-    /// was not had cut held its own throughput down for good. 64
+    /// second at any speed, and a limit that a far queue had cut held its
+    /// own throughput down for good. 64
     /// processor-sharing workers of 50 ms at 3x, their calls of two
     /// lengths, read a slowdown at 46 slots against the rates of the
     /// windows right after their cold start (up to 2,390 calls a second
