@@ -261,8 +261,8 @@ impl Process {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_lost_replicas_requests_fail_in_the_order_they_came() {
+    #[tokio::test(start_paused = true)]
+    async fn a_lost_replicas_requests_fail_in_the_order_they_came() {
         // Run to run, a lost replica's requests are retried in the order
         // they fail: a random order made the same scenario give
         // different reports.
@@ -280,36 +280,33 @@ mod tests {
             "t.toml",
         )
         .unwrap();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .unwrap();
         let local = tokio::task::LocalSet::new();
-        let failed = local.block_on(&runtime, async {
-            let replica = Rc::new(Replica::running(
-                &scenario,
-                PolicyKind::Shed,
-                Duration::from_secs(1),
-            ));
-            let policy = Policy::leak("t", "critical", None, 1);
-            let failed = Rc::new(RefCell::new(Vec::new()));
-            for i in 0..8 {
-                let (replica, failed) = (replica.clone(), failed.clone());
-                tokio::task::spawn_local(async move {
-                    let work = |_, _| Duration::from_secs(1);
-                    let result = replica.serve(policy, Duration::from_secs(1), None, work);
-                    let refusal = result.await.unwrap_err();
-                    failed.borrow_mut().push((i, refusal.reason));
-                });
-                // Each begins before the next is sent.
-                tokio::task::yield_now().await;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            replica.lose();
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            failed.take()
-        });
+        let failed = local
+            .run_until(async {
+                let replica = Rc::new(Replica::running(
+                    &scenario,
+                    PolicyKind::Shed,
+                    Duration::from_secs(1),
+                ));
+                let policy = Policy::leak("t", "critical", None, 1);
+                let failed = Rc::new(RefCell::new(Vec::new()));
+                for i in 0..8 {
+                    let (replica, failed) = (replica.clone(), failed.clone());
+                    tokio::task::spawn_local(async move {
+                        let work = |_, _| Duration::from_secs(1);
+                        let result = replica.serve(policy, Duration::from_secs(1), None, work);
+                        let refusal = result.await.unwrap_err();
+                        failed.borrow_mut().push((i, refusal.reason));
+                    });
+                    // Each begins before the next is sent.
+                    tokio::task::yield_now().await;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                replica.lose();
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                failed.take()
+            })
+            .await;
         let in_order: Vec<_> = (0..8).map(|i| (i, "replica lost".to_string())).collect();
         assert_eq!(failed, in_order);
     }

@@ -630,6 +630,13 @@ impl Auto {
             .map(|d| latency_duration(d * self.mean_over_lowest))
     }
 
+    /// The calls' spread ([`Spread::of_pooled_calls`]), if it shows calls
+    /// of two lengths or more (past [`TWO_LENGTHS`]).
+    fn spread_of_two_lengths(&self) -> Option<f64> {
+        let spread = self.spread.of_pooled_calls();
+        (spread > TWO_LENGTHS).then_some(spread)
+    }
+
     /// What the default budgets are multiples of: the service time, times
     /// the calls' spread once it shows calls of two lengths (past
     /// [`TWO_LENGTHS`]). Below capacity a queue waits about
@@ -645,11 +652,19 @@ impl Auto {
     /// under overload ran past the clients of processor-sharing pools,
     /// and every second at 80% at 3x was kept on 80 runs of 192 instead
     /// of 87 (times the spread, 82).
-    pub(crate) fn budget_time(&self) -> Option<Duration> {
-        let spread = self.spread.of_pooled_calls();
-        let of_two_lengths = if spread > TWO_LENGTHS { spread } else { 1.0 };
-        self.no_load
-            .map(|d| latency_duration(d * self.mean_over_lowest * of_two_lengths))
+    pub(super) fn budget_time(&self) -> Option<Duration> {
+        let service = self.service_time()?;
+        if let Some(spread) = self.spread_of_two_lengths() {
+            // A window of n calls reads a spread of at most sqrt(n - 1), so
+            // this is finite; past a `Duration`'s range it is no limit, as
+            // a budget that large is (see `AutoControl::budget`).
+            Some(
+                Duration::try_from_secs_f64(service.as_secs_f64() * spread)
+                    .unwrap_or(Duration::MAX),
+            )
+        } else {
+            Some(service)
+        }
     }
 
     /// Whether the limit is still in its startup (growing fast).
@@ -708,7 +723,7 @@ impl Auto {
     /// restarted startup, whose throughput is back, keeps windows of the
     /// usual length and doubles: it must find the pool within 2 s.
     pub(super) fn slowed_with_two_lengths(&self) -> bool {
-        self.spread.of_pooled_calls() > TWO_LENGTHS
+        self.spread_of_two_lengths().is_some()
             && self.unslowed.is_some_and(|before| {
                 self.startup_last
                     .is_some_and(|(_, rate)| rate <= SLOWER * before.rate)
@@ -809,7 +824,7 @@ impl Auto {
         if self.calls_of_one_length() {
             return self.highest_rate();
         }
-        if self.spread.of_pooled_calls() > TWO_LENGTHS {
+        if self.spread_of_two_lengths().is_some() {
             self.rates_after_cold_start.highest()
         } else {
             self.rates.highest()
@@ -874,7 +889,7 @@ impl Auto {
     /// (`ps-64x50ms-logn` and `ps-16x10ms-logn` at 3x: a few tenths of
     /// a point of goodput, a few milliseconds of p99).
     fn keep_no_load_near_the_mean(&mut self) {
-        if self.spread.of_pooled_calls() <= TWO_LENGTHS {
+        if self.spread_of_two_lengths().is_none() {
             return;
         }
         let floor = self.spread.mean() / self.headroom;

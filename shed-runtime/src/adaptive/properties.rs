@@ -162,6 +162,9 @@ proptest! {
                     service >= no_load && service <= no_load * 2 + Duration::from_nanos(1),
                     "{service:?} for a no-load latency of {no_load:?}"
                 );
+                // The budgets' unit: that, or longer by the calls' spread.
+                let budget = auto.budget_time().expect("with a service time");
+                prop_assert!(budget >= service, "{budget:?} for {service:?}");
             }
             Ok(())
         })?;

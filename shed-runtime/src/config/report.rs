@@ -53,7 +53,10 @@ impl Config {
         let budgets = if self.fixed_capacity().is_some() {
             "fixed".to_string()
         } else {
-            format!("{}x the measured service time", self.auto.wait_factor)
+            format!(
+                "{}x the measured service time (times their spread for calls of two lengths)",
+                self.auto.wait_factor
+            )
         };
         let tiers = match self.tiers.plans().next() {
             Some(_) => format!("; tiers {}", self.tiers),
@@ -107,7 +110,7 @@ mod tests {
         let config = Config::new().env_from(|_| None);
         assert_eq!(
             config.describe(),
-            "shed: capacity=adaptive (default), starting at 2 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 4x the measured service time"
+            "shed: capacity=adaptive (default), starting at 2 within 1..=10000; mode=enforce (default); classes critical=on,optional=on,background=on; default wait budgets 4x the measured service time (times their spread for calls of two lengths)"
         );
         let limiter = config.build().unwrap();
         assert!(limiter.is_adaptive());
