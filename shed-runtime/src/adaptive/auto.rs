@@ -177,7 +177,9 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   goes on from its last followed limit and pool before the stall
 ///   (the lowest reading of its rising windows, cleared at the stall,
 ///   stays cleared: the pool caps the queue's reference alone), and its
-///   next stall ends it, crowd or not.
+///   next stall ends it, crowd or not. So does a stall whose second look
+///   (above) did not show the slots working, if a crowd waits at the
+///   look's close.
 /// - **Below capacity.** A window closing with no call waiting for a slot
 ///   neither shrinks the limit nor ends a startup, whatever its latency
 ///   or throughput: those then show the load, not the service (nor does

@@ -393,7 +393,7 @@ impl Auto {
         let looks = if w.finished < 4 * MIN_SAMPLES { 3 } else { 2 };
         if (self.startup_stalls >= looks || queue_shows)
             && !one_length_queue
-            && let Some(grown) = self.stalled_in_a_crowd(w)
+            && let Some(grown) = self.stalled_in_a_crowd(w, w.limit)
         {
             return grown;
         }
@@ -614,6 +614,20 @@ impl Auto {
             && r.rate <= PER_SLOT_KEPT * per_slot * w.limit
             && r.latency <= SECOND_LOOK_SLOWER * stalled_latency;
         if !slots_worked {
+            // A crowd that came while the look ran: the stall goes on as
+            // one in a crowd does (see `Auto::stalled_in_a_crowd`), from
+            // the stalled limit. A look is taken where the stall had too
+            // few waiting for a crowd, and at half the slots the crowd
+            // grows: 64 processor-sharing workers of 50 ms (a cache's hits
+            // and misses) at 0.8 load stalled at 4 slots with 61 calls
+            // waiting, looked at 2 with 199, and the cold start ended
+            // there, 3.3 s before a restart found the pool (`grid
+            // --mixed`, `ps-64x50ms-mix` seed 10: the first three seconds
+            // at 5-10% of the calls in time).
+            self.stalled = stalled;
+            if let Some(grown) = self.stalled_in_a_crowd(w, stalled_limit) {
+                return grown;
+            }
             return self.end_startup(w, false);
         }
         // The windows before the stalled ones read too high: the stalled
@@ -628,10 +642,12 @@ impl Auto {
         stalled_limit * self.startup_gain
     }
 
-    /// A cold start that stalled below [`CROWDED_FEW_SLOTS`] slots while
-    /// a crowd of [`CROWD`] calls or more waited for them goes on from
-    /// the stalled limit, with the stalled windows as its pool, instead
-    /// of ending (`None`: it was not such a stall, or a crowd's rise of
+    /// A cold start that stalled at `stalled_limit`, below
+    /// [`CROWDED_FEW_SLOTS`] slots, while a crowd of [`CROWD`] calls or
+    /// more waited at the close of window `w` (the last stalled one, or
+    /// the second look after them) goes on from the stalled limit, with
+    /// the stalled windows (`self.stalled`) as its pool, instead of
+    /// ending (`None`: it was not such a stall, or a crowd's rise of
     /// this cold start was not followed before). If the next window
     /// rises, their reading becomes the no-load latency (see
     /// `startup_step`). At 2 to 4 slots a window of 12 calls of
@@ -644,11 +660,11 @@ impl Auto {
     /// keeps a crowd waiting at a few slots is rarely a few workers'
     /// (see [`CROWD`]), and for those it is, the price is a window or two
     /// at twice their limit, whose stall then ends the startup as before.
-    fn stalled_in_a_crowd(&mut self, w: &Window) -> Option<f64> {
+    fn stalled_in_a_crowd(&mut self, w: &Window, stalled_limit: f64) -> Option<f64> {
         if self.restarted
             || self.crowd_rise_failed
             || w.waiters < CROWD
-            || w.limit >= CROWDED_FEW_SLOTS
+            || stalled_limit >= CROWDED_FEW_SLOTS
         {
             return None;
         }
@@ -660,9 +676,9 @@ impl Auto {
         let before = std::mem::replace(&mut self.startup_pool, stalled);
         self.crowd_rise = Some((self.startup_last, before));
         self.cold_lowest = f64::INFINITY;
-        self.startup_last = Some((w.limit, per_slot * w.limit));
+        self.startup_last = Some((stalled_limit, per_slot * stalled_limit));
         self.startup_stalls = 0;
-        Some(w.limit * self.startup_gain)
+        Some(stalled_limit * self.startup_gain)
     }
 
     /// The end of the startup after window `w`: the limit settles at

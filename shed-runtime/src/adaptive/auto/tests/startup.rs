@@ -569,6 +569,60 @@ fn a_cold_start_that_stalls_at_a_few_slots_while_a_crowd_waits_goes_on() {
     );
 }
 
+/// A window recorded from a trace (see [`recorded`]), with its calls'
+/// spread, the calls waiting at its close and those that came to wait.
+type CrowdedRow = ((f64, u64, f64, f64, f64), f64, u64, u64);
+
+/// The cold start of seed 10 of `grid --mixed`'s `ps-64x50ms-mix` at
+/// 0.8x (64 processor-sharing workers of a cache's hits and misses, 50 ms
+/// on average): windows of the hits alone at 2 and 4 slots, the stall at
+/// 4 with 61 calls waiting (under [`CROWD`]), and the second look at 2,
+/// which the misses held for 833 ms while 199 calls came to wait.
+const A_SECOND_LOOK_IN_A_CROWD: [CrowdedRow; 5] = [
+    ((2.0, 12, 108.0, 9.3, 0.0), 0.8, 50, 130),
+    ((4.0, 12, 113.0, 11.3, 1.0), 0.6, 53, 97),
+    ((4.0, 12, 110.0, 9.2, 0.0), 1.0, 63, 107),
+    ((4.0, 12, 102.0, 27.8, 1.0), 2.5, 61, 101),
+    ((2.0, 12, 833.0, 213.1, 1.0), 1.7, 199, 850),
+];
+
+/// Replays `rows` on `auto`, with at most `most_waiting` calls waiting
+/// at each close; the limits it chose.
+fn replay_crowded(auto: &mut Auto, rows: &[CrowdedRow], most_waiting: u64) -> Vec<f64> {
+    rows.iter()
+        .map(|&(row, spread, waiters, arrived)| {
+            auto.next_limit(&Window {
+                latency_cv: spread,
+                waiters: waiters.min(most_waiting),
+                arrived,
+                ..recorded(row)
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_second_look_that_a_crowd_waits_through_goes_on_from_the_stalled_limit() {
+    let mut auto = Auto::default();
+    let limits = replay_crowded(&mut auto, &A_SECOND_LOOK_IN_A_CROWD, u64::MAX);
+    assert_eq!(
+        limits[..4],
+        [4.0, 4.0, 4.0, 2.0],
+        "the stall at 4 slots, with too few waiting for a crowd, looks at 2"
+    );
+    // The look read calls of 213 ms, far slower than the stalled windows'
+    // (not slots that worked), and ended the cold start at 2 slots for
+    // 64 workers. With a crowd at its close, the stall goes on as one in
+    // a crowd: from the stalled 4 slots, doubled.
+    assert_eq!(limits[4], 8.0, "{limits:?}");
+    assert!(auto.in_startup());
+    // Without the crowd, the look ends the cold start as before.
+    let mut few = Auto::default();
+    let limits = replay_crowded(&mut few, &A_SECOND_LOOK_IN_A_CROWD, CROWD - 1);
+    assert!(!few.in_startup(), "{limits:?}");
+    assert!(limits[4] < 3.0, "near the look's 2 slots: {limits:?}");
+}
+
 #[test]
 fn a_cold_start_in_a_crowd_of_slow_calls_grows_to_a_quarter_of_the_demand() {
     // `fifo-1000x200ms` at 3x, seed 7: the first window, 8 calls at 2
