@@ -621,9 +621,9 @@ impl Auto {
             // grows: 64 processor-sharing workers of 50 ms (a cache's hits
             // and misses) at 0.8 load stalled at 4 slots with 61 calls
             // waiting, looked at 2 with 199, and the cold start ended
-            // there, 3.3 s before a restart found the pool (`grid
-            // --mixed`, `ps-64x50ms-mix` seed 10: the first three seconds
-            // at 5-10% of the calls in time).
+            // there; a restart found the pool 3.3 s after the start
+            // (`grid --mixed`, `ps-64x50ms-mix` seed 10: the first three
+            // seconds at 5-10% of the calls in time).
             self.stalled = stalled;
             if let Some(grown) = self.stalled_in_a_crowd(w, stalled_limit) {
                 return grown;
