@@ -228,7 +228,9 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   larger than seen (Little's law), and if that is what it is read
 ///   as, the limit comes down to that many at once, and the first
 ///   window since that runs no more, while the slowdown is remembered,
-///   reads its mean as the no-load latency). For
+///   reads its mean as the no-load latency; a slowdown read while
+///   another is remembered, never past the no-load latency before the
+///   first scaled by the throughput's fall since then). For
 ///   calls of varying length after an overload (the load above the limit
 ///   in the three windows before), the limit comes down to `headroom`
 ///   times the product before the slowdown if it was above (scaled up by

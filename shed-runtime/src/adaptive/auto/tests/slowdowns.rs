@@ -1292,3 +1292,39 @@ fn a_held_slowdown_counts_the_throughput_per_slot_of_the_limit_before_it() {
         "held at the cut: {limits:?}"
     );
 }
+
+#[test]
+fn a_slowdown_read_while_another_is_remembered_is_scaled_from_the_speed_before_the_first() {
+    let mut auto = Auto::default();
+    let before = *drive(&mut auto, 4.0, 40, |l| pool(20.0, l)).last().unwrap();
+    let unslowed_ms = no_load_ms(&auto);
+    let (after, slowed) = slow_down(&mut auto, before, |w| w);
+    // Lifted since the first reading, as a recovery's window of slowed
+    // calls and fast ones, or the floor of calls of two lengths, lifts it.
+    auto.no_load = Some(2.0 * slowed.as_secs_f64());
+    // Every call four times slower again: sixteen times the first speed,
+    // the same pool, and the throughput a sixteenth of the first.
+    let sixteen_times_slower = |limit: f64| {
+        let w = pool(20.0, limit);
+        Window {
+            avg_latency: w.avg_latency * 16,
+            elapsed: w.elapsed * 4,
+            finished: w.finished / 4,
+            completed: w.completed / 4,
+            ..w
+        }
+    };
+    auto.next_limit(&sixteen_times_slower(after));
+    auto.next_limit(&sixteen_times_slower(after));
+    let learned = no_load_ms(&auto);
+    // Scaled from the lifted latency by the fall since the first reading,
+    // it would read twice the slowed calls' latency (320 ms).
+    assert!(
+        learned <= 1.01 * 16.0 * unslowed_ms,
+        "{learned} ms, at most sixteen times the {unslowed_ms} ms before the first slowdown"
+    );
+    assert!(
+        learned >= 0.99 * 16.0 * unslowed_ms,
+        "{learned} ms: the second slowdown is still learned"
+    );
+}
