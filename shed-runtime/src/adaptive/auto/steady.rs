@@ -738,7 +738,7 @@ impl Auto {
             self.slower_windows += 1;
             if self.slower_windows >= 2 {
                 self.slower_windows = 0;
-                let remembered = self.unslowed;
+                let remembered = self.unslowed.is_some();
                 let before = *self.unslowed.get_or_insert(Unslowed {
                     no_load,
                     rate: usual,
@@ -749,10 +749,14 @@ impl Auto {
                 });
                 // A slowdown read while another is remembered is scaled
                 // no further than from the speed before the first: the
-                // no-load latency it would scale is the first one's
+                // no-load latency it would scale holds the first one's
                 // scale already, and the usual rate since then was read
-                // from windows of the slowed service, so the two readings'
-                // scales multiply. `fifo-100x20ms-mix` at 0.8x (100
+                // from windows of the slowed service, so whatever either
+                // read wrong since (a no-load latency lifted by a
+                // recovery's mixed window, a usual rate read high by a
+                // restarted startup's short ones) multiplies the other.
+                // For a service that did slow twice the two agree.
+                // `fifo-100x20ms-mix` at 0.8x (100
                 // workers of a cache's hits and misses, 20 ms on
                 // average), slowed four times from 6 s to 11 s, was read
                 // slowed at 6.8 s (21 ms to 56 ms), again at 7.8 s (54 ms
@@ -764,7 +768,7 @@ impl Auto {
                 // 183 ms: the recovery was read 1.2 s sooner, and those
                 // seconds served 76.1% and 99.7%.
                 let scaled = no_load * usual / rate.max(1e-9);
-                let scaled = if remembered.is_some() {
+                let scaled = if remembered {
                     scaled.min(before.no_load * before.rate / rate.max(1e-9))
                 } else {
                     scaled
