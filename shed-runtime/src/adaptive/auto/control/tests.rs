@@ -2,6 +2,7 @@
 //! pins among closing windows, and the default budgets it scales.
 
 use super::*;
+use crate::adaptive::auto::tests::window;
 
 /// The default adaptive limit's controller of `inner`.
 fn auto_control(inner: &crate::limiter::Inner) -> &AutoControl {
@@ -204,20 +205,8 @@ fn budget_of_calls_of_10ms_spread(cv: f64) -> f64 {
         auto.no_load = Some(0.010);
         for _ in 0..4 {
             auto.spread.add(&Window {
-                completed: 256,
-                avg_latency: Duration::from_millis(10),
-                min_latency: Duration::ZERO,
                 latency_cv: cv,
-                max_in_flight: 16,
-                late: 0,
-                limit: 16.0,
-                probe: false,
-                finished: 256,
-                elapsed: Duration::from_millis(160),
-                waiting: true,
-                waiters: 0,
-                arrived: 256,
-                at: Instant::now(),
+                ..window(10.0, 16.0, 256, true)
             });
         }
     });

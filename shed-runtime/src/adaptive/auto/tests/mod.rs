@@ -11,7 +11,10 @@ mod queues_and_probes;
 mod slowdowns;
 mod startup;
 
-fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
+/// A window of `admitted` calls of `latency_ms` at `limit`, completed
+/// in 100 ms, spread as calls of exponential length; `binds`: calls
+/// waited for slots, and the limit was full.
+pub(super) fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) -> Window {
     Window {
         completed: admitted,
         avg_latency: Duration::from_secs_f64(latency_ms / 1000.0),
