@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::adaptive::{AutoControl, AutoSettings};
 use crate::class::ClassSpec;
-use crate::limiter::controller::Controller;
+use crate::limiter::controller::SharedController;
 use crate::limiter::discipline::{Codel, Discipline};
 use crate::limiter::ClassState;
 use crate::limiter::MAX_CAPACITY;
@@ -315,7 +315,7 @@ impl Config {
                         .initial
                         .clamp(auto_settings.min, auto_settings.max),
                 ),
-                Some(Box::new(AutoControl::new(auto_settings)) as Box<dyn Controller>),
+                Some(std::sync::Arc::new(AutoControl::new(auto_settings)) as SharedController),
             ),
         };
         let mut discipline = self.discipline;

@@ -9,13 +9,39 @@ use tokio::time::Instant;
 use super::Inner;
 use crate::class::ClassSpec;
 
+/// The controller, shared by the limiter that calls it and the queue that
+/// reads its default budgets when it serves a waiter (see
+/// `Core::out_of_time`).
+pub(crate) type SharedController = std::sync::Arc<dyn Controller>;
+
+/// A controller's default budgets, as the queue reads them when it looks
+/// at a waiter that set none (see `Core::out_of_time`).
+#[derive(Clone)]
+pub(crate) struct DefaultBudgets(pub(crate) SharedController);
+
+impl DefaultBudgets {
+    /// The default budget of `class`'s calls now.
+    pub(crate) fn of(&self, class: &ClassSpec) -> Duration {
+        self.0.budget(class)
+    }
+}
+
+impl std::fmt::Debug for DefaultBudgets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DefaultBudgets")
+    }
+}
+
 /// A controller of a limiter's capacity, run inline on completions.
 pub(crate) trait Controller: Send + Sync + 'static {
     /// A call that took `took` completed at `now` (its time already
     /// recorded in the limiter's measurement window): a window may close.
     fn completed(&self, limiter: &Inner, now: Instant, took: Duration);
 
-    /// The queue-wait budget of `class`'s calls that set none.
+    /// The queue-wait budget of `class`'s calls that set none: read when
+    /// such a call starts to wait, and again whenever the queue looks at
+    /// it (the budget follows the service, and a waiter is held to twice
+    /// the one in force too).
     fn budget(&self, class: &ClassSpec) -> Duration;
 
     /// Whether the controller still sets the capacity.

@@ -22,6 +22,7 @@ fn core(capacity: u64, share: f64) -> Arc<Core> {
         )],
         16,
         Default::default(),
+        None,
     ))
 }
 
@@ -206,6 +207,7 @@ fn two_classes(capacity: u64, share: f64, floor: u32) -> Arc<Core> {
         ]),
         16,
         Default::default(),
+        None,
     ))
 }
 

@@ -36,7 +36,7 @@ pub(crate) use admission::Request;
 pub use permit::Permit;
 
 pub(crate) use self::class::ClassState;
-use self::controller::Controller;
+use self::controller::{DefaultBudgets, SharedController};
 use self::core::Core;
 use self::counters::AdmittedTotals;
 use self::gate::{Gate, Open};
@@ -108,7 +108,7 @@ pub(crate) struct Inner {
     /// The adaptive limit's window of measured completions.
     window: Accumulator,
     /// The default adaptive limit, unless the capacity is fixed.
-    pub(crate) auto: Option<Box<dyn Controller>>,
+    pub(crate) auto: Option<SharedController>,
     pub(crate) learned: Learned,
     /// The cold-start ramp (see `warm_up.rs`).
     pub(crate) warm_up: crate::limiter::warm_up::WarmUp,
@@ -209,7 +209,7 @@ impl Limiter {
         default_service: Duration,
         sample_every: u32,
         discipline: discipline::Discipline,
-        auto: Option<Box<dyn Controller>>,
+        auto: Option<SharedController>,
     ) -> Self {
         let classes_len = classes.len();
         let sampled_mask = u64::from(sample_every.max(1).next_power_of_two()) - 1;
@@ -217,7 +217,13 @@ impl Limiter {
         let limiter = Self {
             inner: Arc::new(Inner {
                 id,
-                core: Core::new(capacity, classes, queue_bound, discipline),
+                core: Core::new(
+                    capacity,
+                    classes,
+                    queue_bound,
+                    discipline,
+                    auto.clone().map(DefaultBudgets),
+                ),
                 mode: AtomicU8::new(mode.to_u8()),
                 default_service,
                 sample_mask: AtomicU64::new(if auto.is_some() { 0 } else { sampled_mask }),
@@ -784,6 +790,7 @@ impl Held {
             deadline,
             retry,
             tenant,
+            default_budget: max_wait.is_none() && held.auto.is_some(),
         };
         // Queued when first polled, with the task to wake (see `Admission`).
         let waiter = wait_timer::new_waiter(call, gives_up.0, runtime.id());

@@ -93,6 +93,7 @@ impl Waiter {
             deadline,
             retry,
             tenant,
+            default_budget: false,
         }))
     }
 
@@ -243,6 +244,11 @@ pub(crate) struct Call {
     pub(crate) retry: bool,
     /// The caller's tenant and tier, and its lane in the queue.
     pub(crate) tenant: TenantTag,
+    /// Whether its budget is the controller's default for its class (it
+    /// set no `max_wait` of its own): it is then held to twice the
+    /// default in force as well, whichever ends first (see
+    /// `Core::out_of_time`).
+    pub(crate) default_budget: bool,
 }
 
 /// Which end of a class's queue to serve.

@@ -216,6 +216,7 @@ mod tests {
             deadline: None,
             retry: false,
             tenant: crate::limiter::fair::TenantTag::new(None, 0),
+            default_budget: false,
         };
         let runtime = tokio::runtime::Handle::current().id();
         new_waiter(call, gives_up, runtime)
