@@ -358,3 +358,47 @@ fn a_call_that_raised_the_alarm_as_another_closed_the_window_leaves_the_next_one
     control.close_if_due(inner, control.epoch + now, nanos(now), slow);
     assert_eq!(inner.completions_so_far(), 1, "the next window stays open");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_is_held_to_twice_the_default_budget_in_force() {
+    // The limiter as the defaults build it: its queue reads the budgets of
+    // this controller when it looks at a waiter that set none.
+    let limiter = crate::Config::new().build().unwrap();
+    let control = auto_control(&limiter.inner);
+    control.learn_budgets(Duration::from_secs(1));
+    let critical = &ClassSpec::defaults()[0];
+    assert_eq!(control.budget(critical), Duration::from_secs(4));
+    let capacity = limiter.capacity();
+    let mut held = Vec::new();
+    for _ in 0..capacity {
+        held.push(limiter.acquire("critical", 1, "test::held").await.unwrap());
+    }
+    let mut waiting = std::pin::pin!(limiter.acquire("critical", 1, "test::waiting"));
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    assert!(waiting.as_mut().poll(&mut cx).is_pending(), "queued");
+    tokio::time::advance(Duration::from_millis(600)).await;
+    // The service is read ten times faster: `critical` may wait 400 ms,
+    // and its waiter has waited 600 ms of the 4 s it started with: past
+    // the budget in force but within twice it, the reading's noise.
+    control.learn_budgets(Duration::from_millis(100));
+    limiter.set_capacity(capacity + 1);
+    let std::task::Poll::Ready(Ok(served)) = waiting.as_mut().poll(&mut cx) else {
+        panic!("within twice the budget in force: served");
+    };
+    held.push(served);
+    // Read slow, then fast: the next waiter starts under 4 s again, and
+    // has waited 900 ms when `critical` may wait 40 ms.
+    control.learn_budgets(Duration::from_secs(1));
+    let mut late = std::pin::pin!(limiter.acquire("critical", 1, "test::late"));
+    assert!(late.as_mut().poll(&mut cx).is_pending(), "queued");
+    tokio::time::advance(Duration::from_millis(900)).await;
+    control.learn_budgets(Duration::from_millis(10));
+    drop(held.pop());
+    match late.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(Err(refused)) => {
+            assert_eq!(refused.reason(), crate::Reason::MaxWait)
+        }
+        other => panic!("{other:?}: past twice the budget in force, refused"),
+    }
+}
