@@ -939,7 +939,7 @@ mod tests {
     }
 
     #[test]
-    fn a_waiter_of_the_default_budget_is_held_to_the_one_in_force() {
+    fn a_waiter_of_the_default_budget_is_held_to_twice_the_one_in_force() {
         let ms = std::time::Duration::from_millis;
         let budget = std::sync::Arc::new(SetBudget(std::sync::Mutex::new(ms(1_000))));
         let core = Core::new(
