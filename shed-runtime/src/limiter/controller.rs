@@ -41,7 +41,9 @@ pub(crate) trait Controller: Send + Sync + 'static {
     /// The queue-wait budget of `class`'s calls that set none: read when
     /// such a call starts to wait, and again whenever the queue looks at
     /// it (the budget follows the service, and a waiter is held to twice
-    /// the one in force too).
+    /// the one in force too). The queue reads it under its own lock, so it
+    /// takes no lock: the controller holds its own while it calls the
+    /// limiter, whose dispatch takes the queue's.
     fn budget(&self, class: &ClassSpec) -> Duration;
 
     /// Whether the controller still sets the capacity.
