@@ -559,3 +559,72 @@ fn loom_the_gate_copy_of_the_mode_agrees_with_it_after_two_writers() {
         assert_eq!(gate.has(Gate::OFF), mode.load(Ordering::SeqCst) == 1);
     });
 }
+
+/// A controller whose default budget (nanoseconds) another thread moves.
+struct MovingBudget(crate::sync::AtomicU64);
+
+impl super::controller::Controller for MovingBudget {
+    fn completed(&self, _: &super::Inner, _: Instant, _: std::time::Duration) {}
+
+    fn budget(&self, _: &ClassSpec) -> std::time::Duration {
+        std::time::Duration::from_nanos(self.0.load(crate::sync::Ordering::Relaxed))
+    }
+
+    fn is_enabled(&self) -> bool {
+        true
+    }
+
+    fn disable(&self) -> bool {
+        false
+    }
+
+    fn enable(&self) {}
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[test]
+fn loom_a_default_budget_cut_during_a_release_settles_the_waiter_once() {
+    // The queue reads the default budget in force as it serves a waiter
+    // (`Core::out_of_time`); the controller cuts it from an hour to
+    // nothing on another thread meanwhile. Granted or refused, the waiter
+    // is settled once and no slot is lost.
+    loom::model(|| {
+        let hour = std::time::Duration::from_secs(3_600);
+        let budget = std::sync::Arc::new(MovingBudget(crate::sync::AtomicU64::new(
+            hour.as_nanos() as u64,
+        )));
+        let core = Arc::new(Core::new(
+            1,
+            vec![ClassState::new(ClassSpec::new("critical", 0), false)],
+            16,
+            Default::default(),
+            Some(super::controller::DefaultBudgets(budget.clone())),
+        ));
+        assert!(core.try_acquire(0, 1).is_some());
+        let arrived = Instant::now();
+        let waiter = Arc::new(Waiter::of(super::queue::Call {
+            class: 0,
+            weight: 1,
+            arrived,
+            gives_up: Some((arrived + hour, crate::rejected::Reason::MaxWait)),
+            deadline: None,
+            retry: false,
+            tenant: super::fair::TenantTag::new(None, 0),
+            default_budget: true,
+        }));
+        assert_eq!(core.enqueue_unwoken(&waiter), Status::Pending);
+        let cut = thread::spawn(move || budget.0.store(0, crate::sync::Ordering::Relaxed));
+        let releaser = release_elsewhere(&core, 0, 1);
+        cut.join().unwrap();
+        releaser.join().unwrap();
+        match waiter.status() {
+            Status::Granted => core.release(0, 1),
+            Status::Refused(crate::rejected::Reason::MaxWait) => {}
+            other => panic!("{other:?}: the release settles the waiter"),
+        }
+        assert_idle(&core);
+    });
+}

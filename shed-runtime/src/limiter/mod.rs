@@ -790,7 +790,7 @@ impl Held {
             deadline,
             retry,
             tenant,
-            default_budget: max_wait.is_none() && held.auto.is_some(),
+            default_budget: max_wait.is_none(),
         };
         // Queued when first polled, with the task to wake (see `Admission`).
         let waiter = wait_timer::new_waiter(call, gives_up.0, runtime.id());
