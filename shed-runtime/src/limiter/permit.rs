@@ -109,7 +109,7 @@ impl Permit {
     }
 
     /// Whether the call's service time is measured (the tests' look).
-    #[cfg(test)]
+    #[cfg(all(test, not(shed_loom)))]
     pub(crate) fn is_timed(&self) -> bool {
         self.start.is_some()
     }

@@ -177,7 +177,7 @@ impl Waiter {
     }
 
     /// Grants the waiter its slots at `now` (the dispatcher's clock).
-    #[cfg(test)]
+    #[cfg(all(test, not(shed_loom)))]
     pub(crate) fn grant(&self, now: Instant) {
         if let Some(task) = self.grant_quietly(now) {
             task.wake();
