@@ -15,13 +15,60 @@ mod load;
 #[path = "axum_server/main.rs"]
 mod server;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use shed::{Config, Mode, Readiness};
 
-/// One run: a fresh server with `limiter`, `rps` offered for `seconds`.
-async fn run(limiter: shed::Limiter, rps: f64, seconds: f64) -> load::LoadReport {
+/// The limit over one run, second by second: its lowest and highest of
+/// the samples taken every 50 ms in that second.
+struct LimitTrace(Vec<(u32, u32)>);
+
+impl LimitTrace {
+    /// Samples `limiter`'s capacity every 50 ms until aborted.
+    fn sample(limiter: shed::Limiter) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Self>>) {
+        let trace = Arc::new(Mutex::new(Self(Vec::new())));
+        let into = trace.clone();
+        let start = tokio::time::Instant::now();
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(50));
+            loop {
+                tick.tick().await;
+                let second = start.elapsed().as_secs() as usize;
+                let limit = limiter.capacity();
+                let mut trace = into.lock().expect("not poisoned");
+                if trace.0.len() <= second {
+                    trace.0.resize(second + 1, (limit, limit));
+                }
+                let (low, high) = &mut trace.0[second];
+                *low = (*low).min(limit);
+                *high = (*high).max(limit);
+            }
+        });
+        (task, trace)
+    }
+}
+
+impl std::fmt::Display for LimitTrace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (second, (low, high)) in self.0.iter().enumerate() {
+            if second > 0 {
+                f.write_str(", ")?;
+            }
+            if low == high {
+                write!(f, "{second}s {low}")?;
+            } else {
+                write!(f, "{second}s {low}-{high}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One run: a fresh server with `limiter`, `rps` offered for `seconds`;
+/// the report and the limit over the run.
+async fn run(limiter: shed::Limiter, rps: f64, seconds: f64) -> (load::LoadReport, LimitTrace) {
+    let (sampler, trace) = LimitTrace::sample(limiter.clone());
     let app = server::App {
         readiness: Readiness::new(limiter.clone()).start(),
         database: Arc::new(server::Database::new(16, Duration::from_millis(20))),
@@ -48,7 +95,12 @@ async fn run(limiter: shed::Limiter, rps: f64, seconds: f64) -> load::LoadReport
     )
     .await;
     server.abort();
-    report
+    sampler.abort();
+    let trace = std::mem::replace(
+        &mut *trace.lock().expect("not poisoned"),
+        LimitTrace(Vec::new()),
+    );
+    (report, trace)
 }
 
 #[tokio::main]
@@ -74,7 +126,7 @@ async fn main() {
             Config::new().mode(Mode::Off).build().expect("valid"),
         ),
     ];
-    let quiet = run(defaults(), CAPACITY / 4.0, seconds).await;
+    let (quiet, _) = run(defaults(), CAPACITY / 4.0, seconds).await;
     let quiet_p99 = load::LoadReport::percentile(&quiet.latencies, 0.99);
     println!(
         "uncontended, defaults, {} rps: {}\n",
@@ -83,8 +135,12 @@ async fn main() {
     );
     println!("| limiter | goodput | of capacity | p99 of served | p99 / uncontended p99 | refused | late |");
     println!("|---|---|---|---|---|---|---|");
+    let mut adaptive_limit = None;
     for (name, limiter) in contenders {
-        let report = run(limiter, rps, seconds).await;
+        let (report, trace) = run(limiter, rps, seconds).await;
+        if name.starts_with("defaults") {
+            adaptive_limit = Some(trace);
+        }
         let p99 = load::LoadReport::percentile(&report.latencies, 0.99);
         println!(
             "| {name} | {:.0} rps | {:.1}% | {:.1} ms | {:.2} | {} | {} |",
@@ -100,4 +156,8 @@ async fn main() {
         "\n(uncontended p99: {:.1} ms)",
         quiet_p99.as_secs_f64() * 1e3
     );
+    if let Some(trace) = adaptive_limit {
+        // What a run far from the others did: the limit it learned.
+        println!("the defaults' limit, second by second (lowest-highest): {trace}");
+    }
 }
