@@ -22,12 +22,13 @@ use shed::{Config, Mode, Readiness};
 
 /// The limit over one run, second by second: its lowest and highest of
 /// the samples taken every 50 ms in that second.
+#[derive(Default)]
 struct LimitTrace(Vec<(u32, u32)>);
 
 impl LimitTrace {
     /// Samples `limiter`'s capacity every 50 ms until aborted.
     fn sample(limiter: shed::Limiter) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Self>>) {
-        let trace = Arc::new(Mutex::new(Self(Vec::new())));
+        let trace = Arc::new(Mutex::new(Self::default()));
         let into = trace.clone();
         let start = tokio::time::Instant::now();
         let task = tokio::spawn(async move {
@@ -96,10 +97,7 @@ async fn run(limiter: shed::Limiter, rps: f64, seconds: f64) -> (load::LoadRepor
     .await;
     server.abort();
     sampler.abort();
-    let trace = std::mem::replace(
-        &mut *trace.lock().expect("not poisoned"),
-        LimitTrace(Vec::new()),
-    );
+    let trace = std::mem::take(&mut *trace.lock().expect("not poisoned"));
     (report, trace)
 }
 

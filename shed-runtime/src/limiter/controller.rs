@@ -61,3 +61,50 @@ pub(crate) trait Controller: Send + Sync + 'static {
     #[cfg(test)]
     fn as_any(&self) -> &dyn std::any::Any;
 }
+
+/// A controller whose default budget a test sets, and another thread may
+/// move while the queue reads it: one atomic, read with no lock, as
+/// [`Controller::budget`] asks.
+#[cfg(test)]
+pub(crate) struct SetBudget(crate::sync::AtomicU64);
+
+#[cfg(test)]
+impl SetBudget {
+    /// A controller whose default budget is `budget` for every class.
+    pub(crate) fn new(budget: Duration) -> Self {
+        Self(crate::sync::AtomicU64::new(nanos(budget)))
+    }
+
+    /// Sets the default budget of every class to `budget`.
+    pub(crate) fn set(&self, budget: Duration) {
+        self.0.store(nanos(budget), crate::sync::Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+fn nanos(budget: Duration) -> u64 {
+    u64::try_from(budget.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+impl Controller for SetBudget {
+    fn completed(&self, _: &Inner, _: Instant, _: Duration) {}
+
+    fn budget(&self, _: &ClassSpec) -> Duration {
+        Duration::from_nanos(self.0.load(crate::sync::Ordering::Relaxed))
+    }
+
+    fn is_enabled(&self) -> bool {
+        true
+    }
+
+    fn disable(&self) -> bool {
+        false
+    }
+
+    fn enable(&self) {}
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

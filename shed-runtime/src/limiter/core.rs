@@ -862,6 +862,7 @@ impl Core {
 mod tests {
     use super::*;
     use crate::class::ClassSpec;
+    use crate::limiter::controller::SetBudget;
     use crate::limiter::queue::Call;
 
     fn core(capacity: u64) -> Core {
@@ -913,35 +914,10 @@ mod tests {
         assert!(!core.snapshot().waiters);
     }
 
-    /// A controller whose default budget the test sets.
-    struct SetBudget(std::sync::Mutex<std::time::Duration>);
-
-    impl crate::limiter::controller::Controller for SetBudget {
-        fn completed(&self, _: &crate::limiter::Inner, _: Instant, _: std::time::Duration) {}
-
-        fn budget(&self, _: &ClassSpec) -> std::time::Duration {
-            *self.0.lock().unwrap()
-        }
-
-        fn is_enabled(&self) -> bool {
-            true
-        }
-
-        fn disable(&self) -> bool {
-            false
-        }
-
-        fn enable(&self) {}
-
-        fn as_any(&self) -> &dyn std::any::Any {
-            self
-        }
-    }
-
     #[test]
     fn a_waiter_of_the_default_budget_is_held_to_twice_the_one_in_force() {
         let ms = std::time::Duration::from_millis;
-        let budget = std::sync::Arc::new(SetBudget(std::sync::Mutex::new(ms(1_000))));
+        let budget = std::sync::Arc::new(SetBudget::new(ms(1_000)));
         let core = Core::new(
             1,
             ClassState::all(vec![ClassSpec::new("critical", 0)]),
@@ -972,7 +948,7 @@ mod tests {
             assert_eq!(core.enqueue_unwoken(waiter), Status::Pending);
         }
         // The service is read faster: the default budget is 50 ms now.
-        *budget.0.lock().unwrap() = ms(50);
+        budget.set(ms(50));
         core.release_at(0, 1, Some(start + ms(150)));
         assert_eq!(
             defaulted.status(),
@@ -989,7 +965,7 @@ mod tests {
         );
         // Read slower again, the default does not lengthen a wait past the
         // budget it started with.
-        *budget.0.lock().unwrap() = ms(5_000);
+        budget.set(ms(5_000));
         core.release_at(0, 1, Some(start + ms(1_200)));
         assert_eq!(late.status(), Status::Refused(Reason::MaxWait));
         assert_eq!(core.queued(), (0, 0));

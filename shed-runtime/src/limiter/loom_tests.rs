@@ -560,31 +560,6 @@ fn loom_the_gate_copy_of_the_mode_agrees_with_it_after_two_writers() {
     });
 }
 
-/// A controller whose default budget (nanoseconds) another thread moves.
-struct MovingBudget(crate::sync::AtomicU64);
-
-impl super::controller::Controller for MovingBudget {
-    fn completed(&self, _: &super::Inner, _: Instant, _: std::time::Duration) {}
-
-    fn budget(&self, _: &ClassSpec) -> std::time::Duration {
-        std::time::Duration::from_nanos(self.0.load(crate::sync::Ordering::Relaxed))
-    }
-
-    fn is_enabled(&self) -> bool {
-        true
-    }
-
-    fn disable(&self) -> bool {
-        false
-    }
-
-    fn enable(&self) {}
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
-
 #[test]
 fn loom_a_default_budget_cut_during_a_release_settles_the_waiter_once() {
     // The queue reads the default budget in force as it serves a waiter
@@ -593,9 +568,7 @@ fn loom_a_default_budget_cut_during_a_release_settles_the_waiter_once() {
     // is settled once and no slot is lost.
     loom::model(|| {
         let hour = std::time::Duration::from_secs(3_600);
-        let budget = std::sync::Arc::new(MovingBudget(crate::sync::AtomicU64::new(
-            hour.as_nanos() as u64,
-        )));
+        let budget = std::sync::Arc::new(super::controller::SetBudget::new(hour));
         let core = Arc::new(Core::new(
             1,
             vec![ClassState::new(ClassSpec::new("critical", 0), false)],
@@ -616,7 +589,7 @@ fn loom_a_default_budget_cut_during_a_release_settles_the_waiter_once() {
             default_budget: true,
         }));
         assert_eq!(core.enqueue_unwoken(&waiter), Status::Pending);
-        let cut = thread::spawn(move || budget.0.store(0, crate::sync::Ordering::Relaxed));
+        let cut = thread::spawn(move || budget.set(std::time::Duration::ZERO));
         let releaser = release_elsewhere(&core, 0, 1);
         cut.join().unwrap();
         releaser.join().unwrap();
