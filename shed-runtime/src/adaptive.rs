@@ -60,6 +60,11 @@ pub struct Window {
     pub latency_cv: f64,
     /// The highest in-flight weight seen at a completion.
     pub max_in_flight: u64,
+    /// Measured completions of calls admitted in the window (its cohort):
+    /// the others were admitted before it opened, at the limit before.
+    pub cohort_completed: u64,
+    /// The cohort's mean service time (zero with none).
+    pub cohort_avg_latency: Duration,
     /// Calls that finished after their caller's deadline: the service is
     /// overloaded whatever the latency says.
     pub late: u64,
@@ -606,7 +611,7 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
     /// Ends the window at `now` and applies the algorithm's next limit.
     /// `None` if no call was measured in it (the limit stays).
     fn close(&mut self, inner: &Inner, now: Instant) -> Option<(Window, u32)> {
-        let completions = inner.take_completions();
+        let completions = inner.take_completions(now);
         let late_now = inner.late_total();
         let late = late_now.saturating_sub(self.late_before);
         self.late_before = late_now;
@@ -629,6 +634,11 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
             min_latency: completions.min,
             latency_cv: completions.cv,
             max_in_flight: completions.max_in_flight,
+            cohort_completed: completions.cohort_count,
+            cohort_avg_latency: completions
+                .cohort_total
+                .checked_div(u32::try_from(completions.cohort_count).unwrap_or(u32::MAX))
+                .unwrap_or_default(),
             late,
             limit: if self.probing {
                 load.capacity as f64
@@ -707,6 +717,8 @@ mod tests {
             min_latency: Duration::from_millis(latency_ms / 2),
             latency_cv: 1.0,
             max_in_flight: in_flight,
+            cohort_completed: 0,
+            cohort_avg_latency: Duration::ZERO,
             late: 0,
             limit,
             probe: false,

@@ -34,6 +34,8 @@ struct Reported {
     waiting: bool,
     waiters: u64,
     arrived: u64,
+    cohort_share: f64,
+    cohort_latency: Duration,
 }
 
 fn reported() -> impl Strategy<Value = Reported> {
@@ -49,6 +51,10 @@ fn reported() -> impl Strategy<Value = Reported> {
         any::<bool>(),
         prop_oneof![Just(0u64), 0u64..100, 0u64..10_000],
         prop_oneof![Just(0u64), 0u64..1_000, 0u64..10_000_000],
+        (
+            prop_oneof![Just(0.0), Just(1.0), 0.0f64..=1.0],
+            prop_oneof![Just(0u64), 1u64..1_000, 1u64..60_000_000],
+        ),
     )
         .prop_map(
             |(
@@ -63,6 +69,7 @@ fn reported() -> impl Strategy<Value = Reported> {
                 waiting,
                 waiters,
                 arrived,
+                (cohort_share, cohort_latency_us),
             )| {
                 Reported {
                     completed,
@@ -76,6 +83,8 @@ fn reported() -> impl Strategy<Value = Reported> {
                     waiting,
                     waiters,
                     arrived,
+                    cohort_share,
+                    cohort_latency: Duration::from_micros(cohort_latency_us),
                 }
             },
         )
@@ -107,6 +116,8 @@ fn drive<A: LimitAlgorithm>(
             min_latency: w.latency.mul_f64(w.shortest_share),
             latency_cv: w.cv,
             max_in_flight: w.max_in_flight,
+            cohort_completed: (w.completed as f64 * w.cohort_share) as u64,
+            cohort_avg_latency: w.cohort_latency,
             late: w.late,
             limit: probe.map_or(limit, |p| p.clamp(min, limit).round().max(min)),
             probe: probe.is_some(),
@@ -254,6 +265,8 @@ fn window(
         waiting,
         waiters: 0,
         arrived: if waiting { finished } else { 0 },
+        cohort_share: 0.0,
+        cohort_latency: Duration::ZERO,
     }
 }
 

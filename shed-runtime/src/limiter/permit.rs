@@ -99,7 +99,7 @@ impl Permit {
             let now = Instant::now();
             let took = now.saturating_duration_since(start);
             let in_flight = held.core.snapshot().in_flight;
-            record_service(held, self.class, self.stats, took, now, in_flight);
+            record_service(held, self.class, self.stats, (start, took), now, in_flight);
         }
     }
 
@@ -164,26 +164,26 @@ impl Permit {
         }
         if let (Some(start), Some(now), Some(in_flight)) = (self.start, now, in_flight) {
             let took = now.saturating_duration_since(start);
-            record_service(&held, self.class, self.stats, took, now, in_flight);
+            record_service(&held, self.class, self.stats, (start, took), now, in_flight);
         }
     }
 }
 
-/// Records a call of `class` that took `took`, ending at `now` with
-/// `in_flight` weight held: the fn's learned service time, the adaptive
-/// limit's window and the service-time histogram.
+/// Records a call of `class` admitted at `start` that took `took`, ending
+/// at `now` with `in_flight` weight held: the fn's learned service time,
+/// the adaptive limit's window and the service-time histogram.
 fn record_service(
     held: &Held,
     class: usize,
     stats: Option<&'static PolicyStats>,
-    took: std::time::Duration,
+    (start, took): (Instant, std::time::Duration),
     now: Instant,
     in_flight: u64,
 ) {
     if let Some(stats) = stats {
         held.learned.with(stats, |e| e.observe(took, now));
     }
-    held.window.record(took, in_flight);
+    held.window.record(start, took, in_flight);
     if let Some(auto) = &held.auto {
         auto.completed(held, now, took);
     }

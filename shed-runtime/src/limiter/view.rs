@@ -37,11 +37,14 @@ impl Load {
 }
 
 impl Inner {
-    /// A measured completion of `took` with `in_flight` held, as a
-    /// permit's release records it, for tests that drive a controller.
+    /// A measured completion, now, of a call that took `took` with
+    /// `in_flight` held, as a permit's release records it, for tests that
+    /// drive a controller.
     #[cfg(test)]
     pub(crate) fn record_completion(&self, took: std::time::Duration, in_flight: u64) {
-        self.window.record(took, in_flight);
+        let now = tokio::time::Instant::now();
+        self.window
+            .record(now.checked_sub(took).unwrap_or(now), took, in_flight);
     }
 
     pub(crate) fn load(&self) -> Load {
@@ -74,8 +77,8 @@ impl Inner {
 
     /// Completions measured since the last call (the adaptive limits'
     /// window), and starts a new window.
-    pub(crate) fn take_completions(&self) -> Completions {
-        self.window.take()
+    pub(crate) fn take_completions(&self, now: tokio::time::Instant) -> Completions {
+        self.window.take(now)
     }
 
     /// Completions measured in the current window so far.

@@ -4,6 +4,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 /// Lock-free accumulators of the current window, updated on completion.
 #[derive(Debug)]
 pub(crate) struct Accumulator {
@@ -15,6 +17,13 @@ pub(crate) struct Accumulator {
     /// capped at [`SQUARED_MICROS_CAP`]: with the count and the sum, the
     /// spread of the calls' times (see [`coefficient_of_variation`]).
     squared_micros: AtomicU64,
+    /// The calls admitted in the window (its cohort): their count and
+    /// the sum of their times. The others were admitted before it opened.
+    cohort_count: AtomicU64,
+    cohort_sum_nanos: AtomicU64,
+    /// When the window opened, in nanoseconds since `epoch`.
+    opened: AtomicU64,
+    epoch: Instant,
 }
 
 /// The longest time, in microseconds (4.2 s), whose square the window
@@ -36,6 +45,10 @@ pub(crate) struct Completions {
     /// The measured times' coefficient of variation (see
     /// [`coefficient_of_variation`]).
     pub(crate) cv: f64,
+    /// Measured completions of calls admitted in the window.
+    pub(crate) cohort_count: u64,
+    /// The sum of their times.
+    pub(crate) cohort_total: Duration,
 }
 
 impl Default for Accumulator {
@@ -46,15 +59,25 @@ impl Default for Accumulator {
             min_nanos: AtomicU64::new(u64::MAX),
             max_in_flight: AtomicU64::new(0),
             squared_micros: AtomicU64::new(0),
+            cohort_count: AtomicU64::new(0),
+            cohort_sum_nanos: AtomicU64::new(0),
+            opened: AtomicU64::new(0),
+            epoch: Instant::now(),
         }
     }
 }
 
 impl Accumulator {
-    pub(crate) fn record(&self, took: Duration, in_flight: u64) {
+    /// Records a call admitted at `admitted` that took `took`, completing
+    /// with `in_flight` weight held.
+    pub(crate) fn record(&self, admitted: Instant, took: Duration, in_flight: u64) {
         let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         self.count.fetch_add(1, Ordering::Relaxed);
         self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+        if self.since_epoch(admitted) >= self.opened.load(Ordering::Relaxed) {
+            self.cohort_count.fetch_add(1, Ordering::Relaxed);
+            self.cohort_sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+        }
         let micros = (nanos / 1_000).min(SQUARED_MICROS_CAP);
         self.squared_micros
             .fetch_add(micros * micros, Ordering::Relaxed);
@@ -85,12 +108,13 @@ impl Accumulator {
         (count > 0).then(|| Duration::from_nanos(self.sum_nanos.load(Ordering::Relaxed) / count))
     }
 
-    /// The window's completions, and a new window. Each accumulator is
-    /// swapped on its own, so a record racing the take may land partly in
-    /// either window (its count in one, its square in the other): that
-    /// window's spread is then off by one call's, which `Auto` pools with
-    /// a thousand others.
-    pub(crate) fn take(&self) -> Completions {
+    /// The window's completions, and a new window opened at `now`. Each
+    /// accumulator is swapped on its own, so a record racing the take may
+    /// land partly in either window (its count in one, its square in the
+    /// other): that window's spread is then off by one call's, which
+    /// `Auto` pools with a thousand others, and its cohort by one call.
+    pub(crate) fn take(&self, now: Instant) -> Completions {
+        self.opened.store(self.since_epoch(now), Ordering::Relaxed);
         let count = self.count.swap(0, Ordering::Relaxed);
         let sum_nanos = self.sum_nanos.swap(0, Ordering::Relaxed);
         let squared_micros = self.squared_micros.swap(0, Ordering::Relaxed);
@@ -100,7 +124,14 @@ impl Accumulator {
             min: Duration::from_nanos(self.min_nanos.swap(u64::MAX, Ordering::Relaxed)),
             max_in_flight: self.max_in_flight.swap(0, Ordering::Relaxed),
             cv: coefficient_of_variation(count, sum_nanos, squared_micros),
+            cohort_count: self.cohort_count.swap(0, Ordering::Relaxed),
+            cohort_total: Duration::from_nanos(self.cohort_sum_nanos.swap(0, Ordering::Relaxed)),
         }
+    }
+
+    /// `at`, in nanoseconds since the accumulator was made (0 before).
+    fn since_epoch(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX)
     }
 }
 
@@ -130,9 +161,9 @@ mod tests {
     fn cv_of(times_micros: &[u64]) -> f64 {
         let window = Accumulator::default();
         for &micros in times_micros {
-            window.record(Duration::from_micros(micros), 1);
+            window.record(Instant::now(), Duration::from_micros(micros), 1);
         }
-        window.take().cv
+        window.take(Instant::now()).cv
     }
 
     #[test]
@@ -145,12 +176,50 @@ mod tests {
         assert_eq!(cv_of(&[]), 0.0);
         // Taken, the window starts over.
         let window = Accumulator::default();
-        window.record(Duration::from_millis(1), 1);
-        window.record(Duration::from_millis(9), 1);
-        assert!(window.take().cv > 0.0);
-        window.record(Duration::from_millis(4), 1);
-        window.record(Duration::from_millis(4), 1);
-        assert_eq!(window.take().cv, 0.0);
+        window.record(Instant::now(), Duration::from_millis(1), 1);
+        window.record(Instant::now(), Duration::from_millis(9), 1);
+        assert!(window.take(Instant::now()).cv > 0.0);
+        window.record(Instant::now(), Duration::from_millis(4), 1);
+        window.record(Instant::now(), Duration::from_millis(4), 1);
+        assert_eq!(window.take(Instant::now()).cv, 0.0);
+    }
+
+    #[test]
+    fn the_cohort_is_the_calls_admitted_since_the_window_opened() {
+        let window = Accumulator::default();
+        let opened = Instant::now() + Duration::from_secs(1);
+        window.take(opened);
+        // Admitted before the window opened: not of its cohort.
+        window.record(
+            opened - Duration::from_millis(1),
+            Duration::from_millis(30),
+            1,
+        );
+        // Admitted as it opened and after: of its cohort.
+        window.record(opened, Duration::from_millis(10), 1);
+        window.record(
+            opened + Duration::from_millis(5),
+            Duration::from_millis(20),
+            1,
+        );
+        let taken = window.take(opened + Duration::from_millis(40));
+        assert_eq!(taken.count, 3);
+        assert_eq!(taken.total, Duration::from_millis(60));
+        assert_eq!(taken.cohort_count, 2);
+        assert_eq!(taken.cohort_total, Duration::from_millis(30));
+        // The next window's cohort starts at that take.
+        window.record(
+            opened + Duration::from_millis(39),
+            Duration::from_millis(10),
+            1,
+        );
+        window.record(
+            opened + Duration::from_millis(40),
+            Duration::from_millis(10),
+            1,
+        );
+        let taken = window.take(opened + Duration::from_millis(80));
+        assert_eq!((taken.count, taken.cohort_count), (2, 1));
     }
 
     #[test]
@@ -161,17 +230,17 @@ mod tests {
         // the sum would read as anything.
         let window = Accumulator::default();
         for i in 0..1_000_000u64 {
-            window.record(Duration::from_secs(2 + 2 * (i % 2)), 1);
+            window.record(Instant::now(), Duration::from_secs(2 + 2 * (i % 2)), 1);
         }
-        let cv = window.take().cv;
+        let cv = window.take(Instant::now()).cv;
         assert!((cv - 1.0 / 3.0).abs() < 1e-9, "{cv}");
         // Calls of an hour add the cap's square: their spread reads short
         // (none at all), never past what they have.
         let window = Accumulator::default();
         for _ in 0..1_000 {
-            window.record(Duration::from_secs(3_600), 1);
+            window.record(Instant::now(), Duration::from_secs(3_600), 1);
         }
-        window.record(Duration::from_secs(1), 1);
-        assert_eq!(window.take().cv, 0.0);
+        window.record(Instant::now(), Duration::from_secs(1), 1);
+        assert_eq!(window.take(Instant::now()).cv, 0.0);
     }
 }

@@ -21,6 +21,8 @@ pub(super) fn window(latency_ms: f64, limit: f64, admitted: u64, binds: bool) ->
         min_latency: Duration::ZERO,
         latency_cv: 1.0,
         max_in_flight: if binds { limit as u64 } else { 0 },
+        cohort_completed: 0,
+        cohort_avg_latency: Duration::ZERO,
         late: 0,
         limit,
         probe: false,
