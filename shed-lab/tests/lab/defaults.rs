@@ -275,6 +275,20 @@ fn a_holdout_pool_of_calls_of_one_length_keeps_its_slowdown_in_time() {
 }
 
 #[test]
+fn a_cold_start_window_waiting_for_its_rises_calls_reads_their_queue_before_it_closes() {
+    // 24 fifo workers of 20 ms (constant) at 0.8x, seed 0, a shape of the
+    // holdout set. The window at 32 slots waits for the calls its rise
+    // queued (its limit and the one before it, 48); with the alarm of a
+    // window slow to gather its calls (a call of twice the no-load
+    // latency, once every slot completed one), it closed on the first of
+    // them to complete, read no queue, and doubled the limit to 64, which
+    // the load below capacity never filled: the slowdown met 64 slots, and
+    // its worst second served 61% of the slowed pool.
+    let cell = defaults_cell("fifo-24x20ms-const-5x", 0.8, 0..1);
+    assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
+}
+
+#[test]
 fn a_slowdown_during_a_small_pools_startup_is_seen_within_a_round_of_its_calls() {
     // 2 ps workers of 200 ms at 3x, the slowdown at 5 s: the cold start
     // still ran 4 slots (windows of 12 calls at 10 a second, three looks),

@@ -238,38 +238,67 @@ impl AutoControl {
         let closed = driver.close(inner, now);
         driver.open(inner, now);
         let algorithm = &driver.algorithm;
-        let no_load = algorithm.no_load_latency();
         if let Some((window, capacity)) = closed {
             trace_window(&window, capacity, algorithm, since);
         }
         if let Some(budget_time) = algorithm.budget_time() {
             self.learn_budgets(budget_time);
         }
-        // One round trip while starting up from cold (growth is judged by
-        // the throughput there, see `Auto`; four or eight in a restarted
-        // startup, see `Auto::startup_round_trips`); then two, and long
-        // enough for a throughput and a mean latency worth comparing: right
-        // after the limit rose, the calls that complete first are the
-        // short ones.
-        let round_trip = no_load.unwrap_or_default();
-        let (length, samples) = if algorithm.in_startup() {
+        let next = self.next_window(algorithm, driver.limit);
+        self.min_samples.store(next.samples, Ordering::Relaxed);
+        self.alarm.store(next.alarm, Ordering::Relaxed);
+        self.alarm_samples
+            .store(next.alarm_samples, Ordering::Relaxed);
+        self.next_close
+            .store(since.saturating_add(nanos(next.length)), Ordering::Relaxed);
+    }
+
+    /// What the window opening at `limit` slots needs before it may close
+    /// (see [`NextWindow`]).
+    ///
+    /// One round trip while starting up from cold (growth is judged by
+    /// the throughput there, see `Auto`; four or eight in a restarted
+    /// startup, see `Auto::startup_round_trips`); then two, and long
+    /// enough for a throughput and a mean latency worth comparing: right
+    /// after the limit rose, the calls that complete first are the short
+    /// ones.
+    ///
+    /// A cold-start window of calls of one length after a rise also waits
+    /// for the calls the rise queued (`Auto::rise_samples`). Its alarm is
+    /// still set by the calls it gathers: the alarm is for windows slow to
+    /// gather theirs, and one set by the rise's calls closed the window on
+    /// the first of them to complete, before its mean or its cohort read
+    /// their queue (24 workers of 20 ms at 0.8 load: the window at 32
+    /// slots closed on the first of 8 queued calls, the limit doubled to
+    /// 64, which the load never filled, and the slowdown met 64 slots:
+    /// 61% of the slowed pool served in its worst second).
+    fn next_window(&self, algorithm: &Auto, limit: f64) -> NextWindow {
+        let round_trip = algorithm.no_load_latency().unwrap_or_default();
+        let (length, gathered, samples) = if algorithm.in_startup() {
+            let gathered = min_samples(limit.max(STARTUP_SAMPLES));
             (
                 (round_trip * algorithm.startup_round_trips()).max(Duration::from_millis(10)),
-                min_samples(driver.limit.max(STARTUP_SAMPLES)),
+                gathered,
+                algorithm
+                    .rise_samples(limit)
+                    .map_or(gathered, |rise| rise.max(gathered)),
             )
         } else {
+            let samples = steady_samples(limit);
             (
                 (round_trip * 2).max(self.settings.min_window),
-                steady_samples(driver.limit),
+                samples,
+                samples,
             )
         };
-        self.min_samples.store(samples, Ordering::Relaxed);
         let (alarm, alarm_samples) =
-            Self::alarm_for(algorithm, driver.limit, samples, self.settings.min_window);
-        self.alarm.store(alarm, Ordering::Relaxed);
-        self.alarm_samples.store(alarm_samples, Ordering::Relaxed);
-        self.next_close
-            .store(since.saturating_add(nanos(length)), Ordering::Relaxed);
+            Self::alarm_for(algorithm, limit, gathered, self.settings.min_window);
+        NextWindow {
+            length,
+            samples,
+            alarm,
+            alarm_samples,
+        }
     }
 
     /// The call time that closes the next window early, and the calls it
@@ -373,6 +402,20 @@ impl AutoControl {
     }
 }
 
+/// What a window needs before it may close (see
+/// [`AutoControl::next_window`]).
+#[derive(Debug, PartialEq)]
+struct NextWindow {
+    /// Its shortest length.
+    length: Duration,
+    /// The measured calls it waits for.
+    samples: u64,
+    /// A call's time, in nanoseconds, that closes it early, and the
+    /// measured calls it needs by then (see [`AutoControl::alarm_for`]).
+    alarm: u64,
+    alarm_samples: u64,
+}
+
 /// Reports a closed window and the limit it led to as a `debug` event of
 /// target `shed::adaptive` (the README's *Watching it learn* names its
 /// fields): once a window, under the controller's lock, never on an
@@ -396,6 +439,8 @@ fn trace_window(window: &Window, next: u32, algorithm: &Auto, since: u64) {
         waiters = window.waiters,
         arrived = window.arrived,
         in_flight = window.max_in_flight,
+        cohort = window.cohort_completed,
+        cohort_mean_ms = ms(window.cohort_avg_latency),
         startup = algorithm.in_startup(),
         no_load_ms = algorithm.no_load_latency().map_or(f64::NAN, ms),
         "window closed"

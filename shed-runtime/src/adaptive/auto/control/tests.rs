@@ -339,6 +339,46 @@ fn after_the_startup_only_a_window_slower_to_gather_than_the_shortest_one_raises
 }
 
 #[test]
+fn a_window_after_a_rise_of_calls_of_one_length_waits_for_the_calls_it_queued() {
+    // 24 workers of 20 ms in a cold start that rose from 16 slots to 32:
+    // the window waits for 48 calls, the limit and the one before it, so
+    // that the 8 calls the rise queued complete in it. Its alarm is that
+    // of the dozen calls it gathers at 32 slots: none. An alarm after one
+    // call a slot closed it on the first queued call to complete (see
+    // `next_window`).
+    let control = AutoControl::new(AutoSettings::default());
+    let rose = Auto {
+        no_load: Some(0.020),
+        one_length_votes: (3, 0),
+        startup_last: Some((16.0, 800.0)),
+        ..Auto::default()
+    };
+    let next = control.next_window(&rose, 32.0);
+    assert_eq!((next.samples, next.alarm), (48, u64::MAX), "{next:?}");
+    assert_eq!(next.length, Duration::from_millis(20), "one round trip");
+    // Calls of varying length, or a window at the limit it rose from,
+    // wait for their dozen or their limit, as before.
+    let varied = Auto {
+        one_length_votes: (0, 3),
+        ..rose.clone()
+    };
+    assert_eq!(control.next_window(&varied, 32.0).samples, 32);
+    assert_eq!(control.next_window(&rose, 16.0).samples, 16);
+    // A window at 8 slots after a rise from 4 still waits for its dozen,
+    // and its slow calls' alarm after a call a slot.
+    let small = Auto {
+        startup_last: Some((4.0, 200.0)),
+        ..rose.clone()
+    };
+    let next = control.next_window(&small, 8.0);
+    assert_eq!(next.samples, 12);
+    assert_eq!(
+        (next.alarm, next.alarm_samples),
+        (nanos(Duration::from_millis(40)), 8)
+    );
+}
+
+#[test]
 fn a_call_that_raised_the_alarm_as_another_closed_the_window_leaves_the_next_one_open() {
     // Two slow calls complete together; both read the alarm raised, one
     // closes the window. The other, taking the lock next, must read the

@@ -335,3 +335,75 @@ fn a_queue_of_calls_of_one_length_reads_the_pool_until_a_rise_finds_more() {
     auto.next_limit(&recorded_of_one_length(next, 40.0, calls, 160.0));
     assert_eq!(auto.queue_read_pool, None, "the pool has grown past it");
 }
+
+/// A window of a real service's cold start: `calls` measured (and
+/// finished) over `elapsed_ms` at `limit`, of mean `mean_ms` and shortest
+/// `shortest_ms`, of which `cohort` were admitted in it, at a mean of
+/// `cohort_ms`.
+fn cold_start_window(
+    (limit, calls, elapsed_ms, mean_ms, shortest_ms): (f64, u64, f64, f64, f64),
+    (cohort, cohort_ms): (u64, f64),
+) -> Window {
+    Window {
+        cohort_completed: cohort,
+        cohort_avg_latency: Duration::from_secs_f64(cohort_ms / 1000.0),
+        ..recorded((limit, calls, elapsed_ms, mean_ms, shortest_ms))
+    }
+}
+
+#[test]
+fn a_cold_start_of_calls_of_one_length_reads_its_rise_past_the_pool_in_the_calls_it_admitted() {
+    // A real 16-connection database of 21 ms queries, at 3x its capacity
+    // (`examples/http_load`, traced). The window at 20 slots read a mean
+    // of 22.58 ms, within the noise of calls of one length, and a rate
+    // that followed the rise; the 21 calls admitted in it read 23.09 ms,
+    // a queue: the rise went past the pool, and without the cohort the
+    // limit doubled to 40.
+    let mut auto = Auto::default();
+    let limits: Vec<f64> = [
+        ((5.0, 12, 60.1, 21.31, 20.78), (8, 21.29)),
+        ((10.0, 15, 42.6, 21.16, 20.85), (11, 21.20)),
+        ((20.0, 30, 41.5, 22.58, 20.25), (21, 23.09)),
+    ]
+    .into_iter()
+    .map(|(w, cohort)| auto.next_limit(&cold_start_window(w, cohort)))
+    .collect();
+    assert_eq!(limits[..2], [10.0, 20.0], "{limits:?}");
+    assert!(limits[2] <= 20.0, "past the pool: {limits:?}");
+    assert!(!auto.in_startup(), "the queue ends the startup: {limits:?}");
+}
+
+#[test]
+fn a_cold_start_window_of_calls_of_one_length_waits_for_its_rise_and_grows_by_its_dozen() {
+    // After a rise, a window of calls of one length waits for its limit
+    // and the one it rose from, so that the calls the rise queued
+    // complete in it; below the pool's rise, for its dozen as before.
+    let mut auto = Auto::default();
+    assert_eq!(auto.rise_samples(10.0), None);
+    assert_eq!(
+        auto.next_limit(&recorded((5.0, 12, 63.5, 21.22, 20.83))),
+        10.0
+    );
+    assert_eq!(auto.rise_samples(10.0), Some(15));
+    assert_eq!(auto.rise_samples(100.0), Some(64), "at most");
+    // The same real service, traced before the cohort was measured: the
+    // window at 10 slots, whose 15 calls took two round trips (the second
+    // for the batch after the first ten), followed its rise in full and
+    // grew by two round trips' gain, to 40 slots for 16 connections. Its
+    // dozen calls needed one round trip at 10 slots: it grows by one.
+    assert_eq!(
+        auto.next_limit(&recorded((10.0, 15, 43.1, 21.29, 20.84))),
+        20.0
+    );
+    // Calls of varying length still grow by each round trip they took.
+    let mut varied = Auto::default();
+    varied.next_limit(&Window {
+        min_latency: Duration::from_millis(2),
+        ..recorded((5.0, 12, 63.5, 21.0, 2.0))
+    });
+    let grown = varied.next_limit(&Window {
+        min_latency: Duration::from_millis(2),
+        ..recorded((10.0, 15, 43.1, 21.0, 2.0))
+    });
+    assert_eq!(grown, 40.0, "two round trips: fourfold");
+}
