@@ -466,7 +466,7 @@ impl Auto {
     /// makes: over 14 traced cold starts, a real 16-connection database's
     /// window at 20 slots (30 calls, see `rise_samples`) read a mean of
     /// 1.07-1.17 times its no-load latency of 21 ms, under the tenth that
-    /// shows a queue on 8 of them, and its cohort 1.09-1.23; the cohorts
+    /// shows a queue on 6 of them, and its cohort 1.09-1.23; the cohorts
     /// of the 41 windows below the pool read 0.99-1.04. Not in a restarted
     /// startup, whose windows span round trips and whose queue is read in
     /// calls (see `startup_step`).
