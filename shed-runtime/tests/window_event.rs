@@ -42,7 +42,7 @@ async fn each_closed_window_is_reported_with_what_it_read_and_the_limit_it_led_t
         "window closed since_start_ms=700 limit=2.0 next=4 probe=false calls=12 ",
         " mean_ms=100.0 shortest_ms=100.0 ",
         " waiting=true waiters=",
-        " in_flight=2 ",
+        " in_flight=2 cohort=12 cohort_mean_ms=100.0 ",
         " startup=true no_load_ms=",
     ] {
         assert!(windows[0].contains(field), "{field:?} in {}", windows[0]);

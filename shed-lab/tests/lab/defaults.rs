@@ -284,6 +284,18 @@ fn a_cold_start_window_waiting_for_its_rises_calls_reads_their_queue_before_it_c
     // them to complete, read no queue, and doubled the limit to 64, which
     // the load below capacity never filled: the slowdown met 64 slots, and
     // its worst second served 61% of the slowed pool.
+    let scenario = grid::scenario(
+        grid_shape("fifo-24x20ms-const-5x"),
+        grid::Contender::Defaults,
+        0,
+        grid::Schedule::default(),
+    );
+    let report = run(&scenario, PolicyKind::Shed, 0.8);
+    let before_the_slowdown = seconds(&report, 0, 6);
+    assert!(
+        before_the_slowdown.iter().all(|&(_, limit)| limit <= 32),
+        "the window at 32 slots read its queue: {before_the_slowdown:?}"
+    );
     let cell = defaults_cell("fifo-24x20ms-const-5x", 0.8, 0..1);
     assert!(cell.worst_second_pct >= 80.0, "{cell:?}");
 }

@@ -294,8 +294,14 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   no-load latency is read exactly: its queue inside the service is the
 ///   calls in flight times the share of their latency past the no-load
 ///   one (Little), and half a call of it is a queue (in the cold start, a
-///   mean latency 1.1 times the no-load one, which ends it whatever the
-///   throughput read). The limit settles at the product itself (no
+///   mean latency 1.1 times the no-load one, or 1.05 times it for the
+///   calls admitted in the window, 4 or more, which ends it whatever the
+///   throughput read: the calls admitted before a rise dilute the queue
+///   it made). After a rise, a cold-start window of them waits for its
+///   limit and the one it rose from in calls (up to 64), so that the
+///   calls the rise queued complete in it, and a window that took round
+///   trips grows by those its dozen calls needed at its limit, not by a
+///   batch of completions it waited for. The limit settles at the product itself (no
 ///   `headroom`), and takes the periodic probe only once in 10 s of its
 ///   windows (a no-load latency learned high reads the pool's queue as
 ///   none, and only fewer slots show it). With no queue at the
@@ -316,9 +322,9 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   throughput counts no more than its slots (the most in flight in it
 ///   or the window before) complete at its latency: such calls end in
 ///   batches, and a window closing just after one reads more. A window
-///   that needs more calls than it has slots (in startup, below 12 slots;
-///   after it, below 64, and only if its calls take longer to come than
-///   `min_window`) closes early, once every slot completed a call, on a
+///   that needs more calls than it has slots (in startup, below 12 slots,
+///   whatever a rise makes it wait for; after it, below 64, and only if
+///   its calls take longer to come than `min_window`) closes early, once every slot completed a call, on a
 ///   call that took twice the no-load latency: it waited a whole call
 ///   inside the service, or every call got slower. A cold-start window
 ///   whose every call waited so (its shortest over 1.1x the no-load

@@ -601,3 +601,36 @@ fn loom_a_default_budget_cut_during_a_release_settles_the_waiter_once() {
         assert_idle(&core);
     });
 }
+
+#[test]
+fn loom_a_completion_racing_a_window_close_is_counted_once_and_its_cohort_at_most_once() {
+    // A call admitted before the window closes completes as the adaptive
+    // limit takes the window: it lands in one window or the other (its
+    // count, sum and cohort each swapped on their own, so possibly split
+    // between the two), never lost nor counted twice. A call admitted
+    // after the close is of the new window's cohort whatever it reads of
+    // the close.
+    bounded().check(|| {
+        let window = Arc::new(super::window::Accumulator::default());
+        let before = Instant::now();
+        let closed = before + std::time::Duration::from_millis(10);
+        let after = closed + std::time::Duration::from_millis(1);
+        let ms = std::time::Duration::from_millis;
+        let recorder = {
+            let window = window.clone();
+            thread::spawn(move || {
+                window.record(before, ms(3), 1);
+                window.record(after, ms(5), 1);
+            })
+        };
+        let first = window.take(closed);
+        recorder.join().unwrap();
+        let second = window.take(closed + ms(20));
+        assert_eq!(first.count + second.count, 2);
+        assert_eq!(first.total + second.total, ms(8));
+        let cohort = first.cohort_count + second.cohort_count;
+        let cohort_total = first.cohort_total + second.cohort_total;
+        assert!(cohort == 1 || cohort == 2, "{cohort}");
+        assert_eq!(cohort_total, if cohort == 2 { ms(8) } else { ms(5) });
+    });
+}

@@ -97,9 +97,8 @@ impl Permit {
     pub fn mark_served(&mut self) {
         if let (Some(held), Some(start)) = (&*self.held, self.start.take()) {
             let now = Instant::now();
-            let took = now.saturating_duration_since(start);
             let in_flight = held.core.snapshot().in_flight;
-            record_service(held, self.class, self.stats, (start, took), now, in_flight);
+            record_service(held, self.class, self.stats, start, now, in_flight);
         }
     }
 
@@ -163,23 +162,23 @@ impl Permit {
                 .count_served(None, now <= deadline);
         }
         if let (Some(start), Some(now), Some(in_flight)) = (self.start, now, in_flight) {
-            let took = now.saturating_duration_since(start);
-            record_service(&held, self.class, self.stats, (start, took), now, in_flight);
+            record_service(&held, self.class, self.stats, start, now, in_flight);
         }
     }
 }
 
-/// Records a call of `class` admitted at `start` that took `took`, ending
-/// at `now` with `in_flight` weight held: the fn's learned service time,
-/// the adaptive limit's window and the service-time histogram.
+/// Records a call of `class` admitted at `start` and ending at `now` with
+/// `in_flight` weight held: the fn's learned service time, the adaptive
+/// limit's window and the service-time histogram.
 fn record_service(
     held: &Held,
     class: usize,
     stats: Option<&'static PolicyStats>,
-    (start, took): (Instant, std::time::Duration),
+    start: Instant,
     now: Instant,
     in_flight: u64,
 ) {
+    let took = now.saturating_duration_since(start);
     if let Some(stats) = stats {
         held.learned.with(stats, |e| e.observe(took, now));
     }

@@ -1,10 +1,11 @@
 //! The measurement window: what completed calls took, accumulated
 //! lock-free until an adaptive limit closes the window.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::sync::{AtomicU64, Ordering};
 
 /// Lock-free accumulators of the current window, updated on completion.
 #[derive(Debug)]
@@ -153,7 +154,7 @@ fn coefficient_of_variation(count: u64, sum_nanos: u64, squared_micros: u64) -> 
     variance.sqrt() / mean_micros
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(shed_loom)))]
 mod tests {
     use super::*;
 
