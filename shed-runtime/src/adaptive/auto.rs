@@ -318,7 +318,12 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   ran without the queue, never fewer than a window of them ran at
 ///   once without one. Until a rise finds more, the product is taken no
 ///   higher than that pool, both where a queue brings the limit down and
-///   where the rises from the product start. A window's
+///   where the rises from the product start. A queue read at the limit
+///   the window before ran without one (no rise put it there) while the
+///   throughput fell under 0.9 of the usual is cut as any other, but if
+///   the next window runs its calls at the same no-load latency without
+///   a queue, the limit goes back at once, once: the queue was a
+///   moment's (a stall of the machine). A window's
 ///   throughput counts no more than its slots (the most in flight in it
 ///   or the window before) complete at its latency: such calls end in
 ///   batches, and a window closing just after one reads more. A window
@@ -458,6 +463,9 @@ pub struct Auto {
     /// Rises of calls of one length from the product in a row that found
     /// no more concurrency (each doubles the wait for the next).
     idle_rises: u32,
+    /// What the last window left the next to judge by (see
+    /// [`WindowBefore`]).
+    before: WindowBefore,
     /// The limit a rise of calls of one length left, which showed no
     /// queue: where its startup ends at the lowest.
     rise_from: Option<f64>,
@@ -596,6 +604,7 @@ impl Default for Auto {
             calm: 0,
             one_length: false,
             idle_rises: 0,
+            before: WindowBefore::default(),
             rise_from: None,
             one_length_votes: (0, 0),
             unqueued_in_flight: 0,
@@ -996,6 +1005,19 @@ fn latency_duration(seconds: f64) -> Duration {
     Duration::from_secs_f64(seconds.max(SHORTEST_LATENCY))
 }
 
+/// What a window of calls of one length leaves the next one to judge by
+/// (see `Auto::steady_step`), taken by the next window whatever it is.
+#[derive(Debug, Clone, Copy, Default)]
+struct WindowBefore {
+    /// Its limit, if it bound and ran its calls without a queue.
+    calm_limit: Option<f64>,
+    /// The limit it cut on a queue read at the limit the window before it
+    /// ran without one, while the throughput fell, and the no-load
+    /// latency then: a moment of the service's, if the next window runs
+    /// without a queue.
+    cut_without_rise: Option<(f64, f64)>,
+}
+
 /// What `decide` reads from one window.
 #[derive(Debug, Clone, Copy)]
 struct Reading {
@@ -1023,6 +1045,7 @@ impl Auto {
     /// The next limit after window `w` (see the type's docs): the window
     /// read, then judged as a probe, in startup or in the steady state.
     fn decide(&mut self, w: &Window) -> f64 {
+        let before = std::mem::take(&mut self.before);
         // A window in which no call finished, or that took no time, has
         // no throughput (it reads 0), and every rule below judges one: as
         // a rate, it made the bandwidth-delay product 0 and the limit 1.
@@ -1230,6 +1253,6 @@ impl Auto {
         if self.startup {
             return self.startup_step(w, r);
         }
-        self.steady_step(w, r, no_load, queueing, usual_rate)
+        self.steady_step(w, r, (no_load, usual_rate), queueing, before)
     }
 }

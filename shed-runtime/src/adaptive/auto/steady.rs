@@ -4,7 +4,8 @@
 
 use super::stats::{load_outran_limit, ran_without_queue, Filter, Pool, Rates};
 use super::{
-    Auto, FallFrom, Reading, Unslowed, Window, MIN_SAMPLES, SLOWER, STALE_WINDOWS, UNQUEUED_LATENCY,
+    Auto, FallFrom, Reading, Unslowed, Window, WindowBefore, MIN_SAMPLES, SLOWER, STALE_WINDOWS,
+    UNQUEUED_LATENCY,
 };
 
 /// A probe whose throughput is at least this share of the usual one shows
@@ -41,6 +42,11 @@ const FASTER: f64 = 1.5;
 /// (see `Auto::restarted_startup_sped_up`); a window of fewer than about
 /// 900 calls needs three standard errors of its count more.
 const SPED_UP_PER_SLOT: f64 = 1.1;
+/// The share of the usual throughput under which a window of calls of one
+/// length that queued did less work with as many calls: a moment of the
+/// service, not a queue past its pool, which keeps the pool's throughput
+/// (see `Auto::steady_step`).
+const STALLED: f64 = 0.9;
 
 impl Auto {
     /// A probe window: the lower limit stays if it served as many calls a
@@ -634,14 +640,15 @@ impl Auto {
 
     /// A window in the steady state: a slowdown keeps the limit, a queue
     /// shrinks it towards the bandwidth-delay product, a binding limit
-    /// without a queue grows.
+    /// without a queue grows; judged against the no-load latency and the
+    /// usual throughput, with what the window `before` it left.
     pub(super) fn steady_step(
         &mut self,
         w: &Window,
         r: Reading,
-        no_load: f64,
+        (no_load, usual_rate): (f64, Option<f64>),
         queueing: bool,
-        usual_rate: Option<f64>,
+        before: WindowBefore,
     ) -> f64 {
         let Reading {
             latency,
@@ -844,6 +851,22 @@ impl Auto {
             return w.limit;
         }
         if queueing {
+            // A queue of calls of one length read at the limit the window
+            // before ran without one, while the throughput fell: not the
+            // limit's (no rise put a call past the pool, and a queue past
+            // it keeps the pool's throughput), but a moment of the
+            // service's, a slowdown, or a pool that lost workers. The
+            // next window tells (below). Not while the throughput held:
+            // 40 processor-sharing workers at 0.8 load ran a window at 42
+            // slots without a queue and the next with one, a burst past
+            // the pool (holdout `ps-40x5ms-const`, seed 3).
+            if one_length {
+                self.before.cut_without_rise = before
+                    .calm_limit
+                    .filter(|&calm| w.limit <= calm + 0.5)
+                    .filter(|_| usual_rate.is_some_and(|usual| rate < STALLED * usual))
+                    .map(|calm| (calm, no_load));
+            }
             // A queue inside the service goes once the limit is down to the
             // bandwidth-delay product, within a few windows. Latency that
             // stays high for longer is either a queue the product does not
@@ -886,6 +909,29 @@ impl Auto {
             // concurrency, ends in a queue and a shrink: a slow sawtooth
             // between the product and `tolerance` times it).
             self.since_probe += 1;
+            if one_length {
+                // The window after a queue read without a rise (above)
+                // runs its calls at the no-load latency it was read
+                // against, without a queue: the queue was a moment's (a
+                // stall of the machine), and the limit goes back at once.
+                // Once: a pool that lost workers reads its queue again at
+                // the limit it goes back to, and the cut stays. A real
+                // 16-connection database of 21 ms queries, at 16.27 slots
+                // for 5 s, read one window of 142 ms at 33 ms a call with
+                // 16 in flight; the limit went to its product, 10.14
+                // slots, whose calls then took 21 ms, and waited 12
+                // windows for the first rise from the product (87.3% of
+                // capacity over the run, where the others served 92-94%).
+                if let Some((cut_from, then)) = before.cut_without_rise
+                    && w.limit + 1.0 <= cut_from
+                    && no_load <= ONE_LENGTH_SLOWER * then
+                    && then <= ONE_LENGTH_SLOWER * no_load
+                {
+                    self.calm = 0;
+                    return cut_from;
+                }
+                self.before.calm_limit = Some(w.limit);
+            }
             if one_length || latency <= 1.1 * no_load {
                 // Calls of one length at the product show no queue
                 // whether or not the service could take more: only a

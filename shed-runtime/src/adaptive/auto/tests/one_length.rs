@@ -407,3 +407,74 @@ fn a_cold_start_window_of_calls_of_one_length_waits_for_its_rise_and_grows_by_it
     });
     assert_eq!(grown, 40.0, "two round trips: fourfold");
 }
+
+/// A window of a real 16-connection database's queries of about 21 ms
+/// (`examples/http_load`, traced): `calls` over `elapsed_ms` at `limit`,
+/// `in_flight` at most, of mean `mean_ms` and spread `cv`, calls waiting
+/// for slots.
+fn database_window(
+    limit: f64,
+    (calls, elapsed_ms): (u64, f64),
+    (mean_ms, cv): (f64, f64),
+    in_flight: u64,
+) -> Window {
+    Window {
+        latency_cv: cv,
+        max_in_flight: in_flight,
+        ..recorded((limit, calls, elapsed_ms, mean_ms, 20.2))
+    }
+}
+
+#[test]
+fn a_queue_of_calls_of_one_length_read_without_a_rise_and_gone_the_next_window_gives_the_limit_back(
+) {
+    // The database at 16.27 slots for 5 s, its rises from the product
+    // come every few dozen windows. One window of 142 ms read its 16
+    // calls in flight at 33 ms (a stall of the machine: no rise had put
+    // a call past the 16 connections), and the limit went to the
+    // product; the next window's calls took 21 ms again.
+    let mut auto = of_one_length(steady(0.02099, 757.0, 766.0), 0.02099, 0);
+    auto.idle_rises = 3;
+    let calm = |limit| database_window(limit, (80, 105.8), (21.2, 0.02), 16);
+    let stall = database_window(16.27, (73, 141.9), (33.1, 0.62), 16);
+    for _ in 0..2 {
+        assert_eq!(auto.next_limit(&calm(16.27)), 16.27);
+    }
+    let cut = auto.next_limit(&stall);
+    assert!(cut < 12.0, "cut to the product: {cut}");
+    let after = |limit| database_window(limit, (50, 106.0), (21.01, 0.011), 16);
+    assert_eq!(auto.next_limit(&after(cut)), 16.27, "back at once");
+    // Once: a pool that lost 6 of its connections reads the queue again
+    // at 16.27, and the cut stays.
+    let lost = database_window(16.27, (50, 105.0), (34.2, 0.3), 16);
+    let cut = auto.next_limit(&lost);
+    assert!(cut < 12.0, "cut to the product: {cut}");
+    for _ in 0..4 {
+        let limit = auto.next_limit(&after(cut));
+        assert!(limit < cut + 1.0, "{limit} from {cut}");
+    }
+    // A queue read at the calm limit while the throughput held is past
+    // the pool: 40 processor-sharing workers of 5 ms at 0.8 load ran a
+    // window at 42 slots without a queue, and a burst took the next one
+    // past the pool. The cut stays.
+    let mut auto = of_one_length(steady(0.005, 6_400.0, 6_500.0), 0.005, 0);
+    auto.idle_rises = 3;
+    let at = |limit: f64, mean_ms: f64, calls: u64| Window {
+        latency_cv: 0.05,
+        max_in_flight: limit.round() as u64,
+        ..recorded((limit, calls, 100.0, mean_ms, 5.0))
+    };
+    assert_eq!(auto.next_limit(&at(42.0, 5.0, 640)), 42.0);
+    let cut = auto.next_limit(&at(42.0, 5.4, 629));
+    assert!(cut < 35.0, "{cut}");
+    let limit = auto.next_limit(&at(cut, 5.0, 640));
+    assert!(limit < cut + 1.0, "{limit} from {cut}");
+    // A queue read after a rise is the limit's: the cut stays too.
+    let mut auto = of_one_length(steady(0.02099, 757.0, 766.0), 0.02099, 0);
+    auto.idle_rises = 3;
+    assert_eq!(auto.next_limit(&calm(16.0)), 16.0);
+    let risen = database_window(17.9, (64, 85.0), (23.1, 0.19), 18);
+    let cut = auto.next_limit(&risen);
+    assert!(cut < 17.0, "{cut}");
+    assert!(auto.next_limit(&calm(cut)) < cut + 1.0);
+}
