@@ -264,7 +264,8 @@ impl AutoControl {
     /// ones.
     ///
     /// A cold-start window of calls of one length after a rise also waits
-    /// for the calls the rise queued (`Auto::rise_samples`). Its alarm is
+    /// for the calls the rise queued: in calls (`Auto::rise_samples`), and
+    /// up to some 64 calls in time too (`Auto::rise_round_trips`). Its alarm is
     /// still set by the calls it gathers: the alarm is for windows slow to
     /// gather theirs, and one set by the rise's calls closed the window on
     /// the first of them to complete, before its mean or its cohort read
@@ -276,8 +277,12 @@ impl AutoControl {
         let round_trip = algorithm.no_load_latency().unwrap_or_default();
         let (length, gathered, samples) = if algorithm.in_startup() {
             let gathered = min_samples(limit.max(STARTUP_SAMPLES));
+            let length =
+                (round_trip * algorithm.startup_round_trips()).max(Duration::from_millis(10));
             (
-                (round_trip * algorithm.startup_round_trips()).max(Duration::from_millis(10)),
+                algorithm
+                    .rise_round_trips(limit)
+                    .map_or(length, |rounds| length.max(round_trip.mul_f64(rounds))),
                 gathered,
                 algorithm
                     .rise_samples(limit)

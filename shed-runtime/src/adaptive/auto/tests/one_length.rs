@@ -386,6 +386,12 @@ fn a_cold_start_window_of_calls_of_one_length_waits_for_its_rise_and_grows_by_it
     );
     assert_eq!(auto.rise_samples(10.0), Some(15));
     assert_eq!(auto.rise_samples(100.0), Some(64), "at most");
+    // And for 2.25 round trips, up to 64 calls: past them the window is
+    // any other's.
+    assert_eq!(auto.rise_round_trips(10.0), Some(2.25));
+    assert_eq!(auto.rise_round_trips(59.0), Some(2.25));
+    assert_eq!(auto.rise_round_trips(60.0), None);
+    assert_eq!(auto.rise_round_trips(5.0), None, "no rise");
     // The same real service, traced before the cohort was measured: the
     // window at 10 slots, whose 15 calls took two round trips (the second
     // for the batch after the first ten), followed its rise in full and
@@ -393,6 +399,13 @@ fn a_cold_start_window_of_calls_of_one_length_waits_for_its_rise_and_grows_by_it
     // dozen calls needed one round trip at 10 slots: it grows by one.
     assert_eq!(
         auto.next_limit(&recorded((10.0, 15, 43.1, 21.29, 20.84))),
+        20.0
+    );
+    // As does the window that lasted its 2.25 round trips.
+    let mut waited = Auto::default();
+    waited.next_limit(&recorded((5.0, 12, 63.5, 21.22, 20.83)));
+    assert_eq!(
+        waited.next_limit(&recorded((10.0, 22, 47.9, 21.29, 20.84))),
         20.0
     );
     // Calls of varying length still grow by each round trip they took.
