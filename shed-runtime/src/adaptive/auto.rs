@@ -1254,6 +1254,6 @@ impl Auto {
         if self.startup {
             return self.startup_step(w, r);
         }
-        self.steady_step(w, r, (no_load, usual_rate), queueing, before)
+        self.steady_step(w, r, no_load, queueing, usual_rate, before)
     }
 }

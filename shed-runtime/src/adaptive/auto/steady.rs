@@ -646,8 +646,9 @@ impl Auto {
         &mut self,
         w: &Window,
         r: Reading,
-        (no_load, usual_rate): (f64, Option<f64>),
+        no_load: f64,
         queueing: bool,
+        usual_rate: Option<f64>,
         before: WindowBefore,
     ) -> f64 {
         let Reading {
@@ -863,6 +864,7 @@ impl Auto {
             if one_length {
                 self.before.cut_without_rise = before
                     .calm_limit
+                    // Within half a slot: no rise between.
                     .filter(|&calm| w.limit <= calm + 0.5)
                     .filter(|_| usual_rate.is_some_and(|usual| rate < STALLED * usual))
                     .map(|calm| (calm, no_load));
