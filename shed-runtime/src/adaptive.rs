@@ -630,15 +630,12 @@ impl<A: LimitAlgorithm + ?Sized> Driver<A> {
         }
         let window = Window {
             completed: count,
-            avg_latency: completions.total / u32::try_from(count).unwrap_or(u32::MAX),
+            avg_latency: completions.mean(),
             min_latency: completions.min,
             latency_cv: completions.cv,
             max_in_flight: completions.max_in_flight,
             cohort_completed: completions.cohort_count,
-            cohort_avg_latency: completions
-                .cohort_total
-                .checked_div(u32::try_from(completions.cohort_count).unwrap_or(u32::MAX))
-                .unwrap_or_default(),
+            cohort_avg_latency: completions.cohort_mean(),
             late,
             limit: if self.probing {
                 load.capacity as f64

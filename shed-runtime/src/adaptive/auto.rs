@@ -298,8 +298,8 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   calls admitted in the window, 4 or more, which ends it whatever the
 ///   throughput read: the calls admitted before a rise dilute the queue
 ///   it made). After a rise, a cold-start window of them waits for its
-///   limit and the one it rose from in calls (up to 64), and then for
-///   2.25 round trips of the no-load latency at least, so that the
+///   limit and the one it rose from in calls (up to 64; below that, for
+///   2.25 round trips of the no-load latency at least), so that the
 ///   calls the rise queued complete in it, and a window that took round
 ///   trips grows by those its dozen calls needed at its limit, not by a
 ///   batch of completions it waited for. The limit settles at the product itself (no

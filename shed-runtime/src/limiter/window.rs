@@ -52,6 +52,25 @@ pub(crate) struct Completions {
     pub(crate) cohort_total: Duration,
 }
 
+impl Completions {
+    /// The mean of the measured times (zero with none).
+    pub(crate) fn mean(&self) -> Duration {
+        mean(self.total, self.count)
+    }
+
+    /// The mean of the cohort's times (zero with none).
+    pub(crate) fn cohort_mean(&self) -> Duration {
+        mean(self.cohort_total, self.cohort_count)
+    }
+}
+
+/// `total` over `count` (zero for none).
+fn mean(total: Duration, count: u64) -> Duration {
+    total
+        .checked_div(u32::try_from(count).unwrap_or(u32::MAX))
+        .unwrap_or_default()
+}
+
 impl Default for Accumulator {
     fn default() -> Self {
         Self {

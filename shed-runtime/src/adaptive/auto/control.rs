@@ -264,8 +264,8 @@ impl AutoControl {
     /// ones.
     ///
     /// A cold-start window of calls of one length after a rise also waits
-    /// for the calls the rise queued: in calls (`Auto::rise_samples`), and
-    /// up to some 64 calls in time too (`Auto::rise_round_trips`). Its alarm is
+    /// for the calls the rise queued: in calls (`Auto::rise_samples`), and,
+    /// up to 64 calls, in time too (`Auto::rise_round_trips`). Its alarm is
     /// still set by the calls it gathers: the alarm is for windows slow to
     /// gather theirs, and one set by the rise's calls closed the window on
     /// the first of them to complete, before its mean or its cohort read
