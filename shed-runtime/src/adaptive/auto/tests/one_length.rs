@@ -493,3 +493,107 @@ fn a_queue_of_calls_of_one_length_read_without_a_rise_and_gone_the_next_window_g
     let next = auto.next_limit(&after(cut));
     assert!(next < cut + 1.0, "{next} from {cut}");
 }
+
+/// A window traced by the lab (`grid --trace --windows`): `calls`
+/// measured of `finished` over `elapsed_ms` at `limit`, their mean,
+/// shortest and spread, whether calls waited for slots at its close and
+/// how many came to wait in it, its most calls in flight, and the calls
+/// admitted in it that completed in it (`cohort`) with their mean.
+fn traced(
+    (limit, calls, finished, elapsed_ms): (f64, u64, u64, f64),
+    (mean_ms, shortest_ms, cv): (f64, f64, f64),
+    (waiting, arrived, in_flight): (bool, u64, u64),
+    (cohort, cohort_ms): (u64, f64),
+) -> Window {
+    Window {
+        completed: calls,
+        finished,
+        elapsed: Duration::from_secs_f64(elapsed_ms / 1000.0),
+        avg_latency: Duration::from_secs_f64(mean_ms / 1000.0),
+        min_latency: Duration::from_secs_f64(shortest_ms / 1000.0),
+        latency_cv: cv,
+        waiting,
+        arrived,
+        max_in_flight: in_flight,
+        cohort_completed: cohort,
+        cohort_avg_latency: Duration::from_secs_f64(cohort_ms / 1000.0),
+        ..window(mean_ms, limit, calls, waiting)
+    }
+}
+
+/// The cold start and the steady state of holdout `ps-48x50ms-const`
+/// at 0.8x, seed 7, traced: 48 processor-sharing workers of 50 ms, held
+/// at 52.5 slots, slowed to 200 ms at 6 s (for clients of 250 ms), and
+/// the limit down to the 32 calls seen run without a queue.
+#[rustfmt::skip]
+const HELD_AT_52_THEN_SLOWED: [TracedRow; 11] = [
+    ((2.0, 12, 12, 303.0), (50.0, 50.0, 0.0), (true, 236, 2), (12, 50.0)),
+    ((4.0, 12, 12, 150.0), (50.0, 50.0, 0.0), (true, 114, 4), (11, 50.0)),
+    ((16.0, 33, 33, 149.0), (50.0, 50.0, 0.0), (true, 121, 16), (32, 50.0)),
+    ((32.0, 80, 80, 150.0), (50.0, 50.0, 0.0), (true, 110, 32), (65, 50.0)),
+    ((64.0, 64, 64, 61.0), (55.9, 50.0, 0.1), (false, 18, 64), (33, 61.0)),
+    ((52.5, 64, 632, 763.0), (53.3, 50.0, 0.1), (false, 30, 52), (52, 51.5)),
+    ((52.5, 64, 1058, 1372.0), (51.6, 50.0, 0.0), (false, 62, 52), (59, 51.6)),
+    ((52.5, 64, 669, 893.0), (51.6, 50.0, 0.0), (false, 36, 52), (45, 51.7)),
+    ((52.5, 64, 582, 702.0), (52.0, 50.0, 0.0), (false, 72, 52), (64, 52.0)),
+    ((52.5, 64, 1178, 1905.0), (94.9, 50.0, 0.8), (true, 324, 52), (48, 109.6)),
+    ((32.0, 64, 64, 235.0), (209.3, 200.0, 0.0), (true, 182, 52), (13, 200.1)),
+];
+
+/// A row of [`traced`]'s arguments.
+type TracedRow = (
+    (f64, u64, u64, f64),
+    (f64, f64, f64),
+    (bool, u64, u64),
+    (u64, f64),
+);
+
+/// `workers` processor-sharing workers of 200 ms at `limit`, overloaded,
+/// over a window of four round trips (a restarted startup's): every
+/// call past the workers slows each call alike.
+fn shared_200ms(workers: f64, limit: f64) -> Window {
+    let in_flight = limit.round();
+    let mean_ms = 200.0 * (in_flight / workers).max(1.0);
+    let calls = (in_flight.min(workers) / 0.2 * 0.8) as u64;
+    traced(
+        (limit, calls, calls, 800.0),
+        (mean_ms, mean_ms, 0.0),
+        (true, 3 * calls, in_flight as u64),
+        (calls * 3 / 4, mean_ms),
+    )
+}
+
+#[test]
+fn a_restarted_rise_of_calls_of_one_length_stops_at_the_limit_held_before_the_cut() {
+    // Traced, the restarted startup rose from 32 slots by steps of 2, 4
+    // and 8 to 46, and its next step went to 62, where every call, shared
+    // by 62, took 258 ms: the slowed second served 24% of the pool. Here
+    // it rises from 32 to 40, and its next step would be 56.
+    let replay = |auto: &mut Auto| {
+        let mut limit = 0.0;
+        for (a, b, c, d) in HELD_AT_52_THEN_SLOWED {
+            limit = auto.next_limit(&traced(a, b, c, d));
+        }
+        assert_eq!(limit, 32.0, "down to the pool seen");
+        limit
+    };
+    let mut auto = Auto::default();
+    let from = replay(&mut auto);
+    let limits = drive(&mut auto, from, 8, |l| shared_200ms(48.0, l));
+    assert!(
+        limits.iter().all(|&l| l <= 52.5),
+        "past the 52.5 slots held before: {limits:?}"
+    );
+    assert!(limits.contains(&52.5), "{limits:?}");
+    assert!(
+        limits[limits.len() - 3..]
+            .iter()
+            .all(|l| (48.0..51.5).contains(l)),
+        "settles at the slowed pool: {limits:?}"
+    );
+    // Stopped there for a window only: a larger pool is found as before.
+    let mut auto = Auto::default();
+    let from = replay(&mut auto);
+    let limits = drive(&mut auto, from, 4, |l| shared_200ms(96.0, l));
+    assert!(limits[3] >= 90.0, "{limits:?}");
+}
