@@ -310,7 +310,9 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   whose first queue ends it), at once the first time, then only after
 ///   `probe_every`, twice and four times that many windows while the
 ///   rises find nothing; a rise that finds more goes on by twice its step
-///   (1, 2, 4... slots) and, as a slowdown or a recovery does, starts the
+///   (1, 2, 4... slots), stopping for a window at the highest limit held
+///   since the last startup before it goes past (the service ran there
+///   before the cut), and, as a slowdown or a recovery does, starts the
 ///   pacing over. A rise ends no lower than the highest limit without a
 ///   queue on the way, and ends at once if the calls change speed. Below
 ///   0.9 of the product they grow as other calls do. A window of them
