@@ -207,7 +207,9 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   a window in which the limit binds while latency shows no queue grows
 ///   it by `growth` (within 10% of the lowest, and then judged by
 ///   throughput as in startup, over windows of four round trips; by one
-///   slot at least), or by a quarter of that.
+///   slot at least), or by a quarter of that. Such a restarted startup
+///   below the highest limit held since the last startup stops there for
+///   a window before it goes past: the service ran there before the cut.
 /// - **Slowdown.** Two windows in a row with latency up and the throughput
 ///   below 0.6 of the usual (the smoothed throughput of binding windows,
 ///   or before any since the startup, the highest recent one of a window
@@ -310,10 +312,9 @@ const SHORTEST_LATENCY: f64 = 1e-9;
 ///   whose first queue ends it), at once the first time, then only after
 ///   `probe_every`, twice and four times that many windows while the
 ///   rises find nothing; a rise that finds more goes on by twice its step
-///   (1, 2, 4... slots), stopping for a window at the highest limit held
-///   since the last startup before it goes past (the service ran there
-///   before the cut), and, as a slowdown or a recovery does, starts the
-///   pacing over. A rise ends no lower than the highest limit without a
+///   (1, 2, 4... slots; stopping, as any restarted startup does, at the
+///   highest limit held since the last startup), and, as a slowdown or a
+///   recovery does, starts the pacing over. A rise ends no lower than the highest limit without a
 ///   queue on the way, and ends at once if the calls change speed. Below
 ///   0.9 of the product they grow as other calls do. A window of them
 ///   that queued inside the service while the throughput held (a
@@ -473,9 +474,8 @@ pub struct Auto {
     /// queue: where its startup ends at the lowest.
     rise_from: Option<f64>,
     /// The highest limit the steady state held since the last startup
-    /// ended: a startup restarted below it, rising calls of one length,
-    /// stops there for a window before it goes past (see
-    /// `Auto::restarted_rise`).
+    /// ended: a startup restarted below it stops there for a window
+    /// before it goes past (see `Auto::stop_at_held`).
     steady_high: Option<f64>,
     /// The windows of the cold start that rose which held calls of about
     /// one length, and those which did not.

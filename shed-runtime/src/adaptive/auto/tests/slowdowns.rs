@@ -1328,3 +1328,41 @@ fn a_slowdown_read_while_another_is_remembered_is_scaled_from_the_speed_before_t
         "{learned} ms: the second slowdown is still learned"
     );
 }
+
+#[test]
+fn a_restarted_startup_stops_at_the_limit_held_before_the_cut() {
+    // `--tails` `fifo-1000x200ms-logn` at 3x, seed 1: 1,000 workers of
+    // 200 ms of lognormal length, held at 1,170-1,491 slots before their
+    // slowdown and at 1,065 in it. The recovery restarted the startup,
+    // which rose to 1,331 slots and read the throughput following (4,507
+    // calls a second for 3,600 at 1,065); it doubled to 2,662, and calls
+    // queued inside the pool for over a second.
+    let restarted = |steady_high| {
+        let mut auto = Auto {
+            startup: true,
+            restarted: true,
+            no_load: Some(0.2955),
+            startup_last: Some((1064.8, 3599.5)),
+            steady_high,
+            ..Auto::default()
+        };
+        auto.startup_pool.add(&Window {
+            elapsed: Duration::from_millis(1116),
+            ..spread(window(344.5, 1064.8, 4017, true))
+        });
+        auto
+    };
+    let at_1331 = Window {
+        elapsed: Duration::from_millis(1378),
+        min_latency: Duration::from_millis(25),
+        latency_cv: 1.4,
+        ..overloaded(window(312.9, 1331.1, 6210, true))
+    };
+    let mut auto = restarted(Some(1491.1));
+    assert_eq!(auto.next_limit(&at_1331), 1491.1, "stops at the limit held");
+    let mut auto = restarted(None);
+    assert!(
+        auto.next_limit(&at_1331) > 2600.0,
+        "with no limit held since the last startup, it doubles"
+    );
+}
