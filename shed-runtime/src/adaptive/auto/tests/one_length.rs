@@ -595,5 +595,6 @@ fn a_restarted_rise_of_calls_of_one_length_stops_at_the_limit_held_before_the_cu
     let mut auto = Auto::default();
     let from = replay(&mut auto);
     let limits = drive(&mut auto, from, 4, |l| shared_200ms(96.0, l));
-    assert!(limits[3] >= 90.0, "{limits:?}");
+    assert_eq!(limits[1], 52.5, "stopped at the limit held: {limits:?}");
+    assert!(limits[2] > 52.5 && limits[3] >= 90.0, "{limits:?}");
 }
